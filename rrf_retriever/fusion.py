@@ -1,0 +1,318 @@
+"""Rank and score fusion: weighted RRF (the default), relative-score fusion and DBSF.
+
+Pure functions: no I/O, no framework types, inputs never mutated. One fusion method per function, all
+behind one calling convention::
+
+    fuse(ranked: Mapping[source, Sequence[Hit]], weights: Mapping[source, float] | None, *, limit) -> list[FusedHit]
+
+Shared rules (DESIGN section 3):
+
+* Ranks are 1-based within a source. Within one source an id counts once, at its first (best) position;
+  later duplicates are dropped before ranking.
+* A source missing from ``weights`` has weight 1.0; a weight for a source that is not in ``ranked`` is an
+  error; weights must be finite and >= 0.
+* Zero-weight guard: a source of weight 0 contributes nothing AND cannot introduce a document. A document
+  seen only in zero-weight sources is not in the output, and its ranks/scores do not mention them.
+* All weights 0 (or no sources) gives ``[]``.
+* Deterministic order: fused score desc, then best single rank asc, then id asc. Contributions are summed
+  in source-name order, so permuting the sources (with their weights) changes nothing, not even the last bit.
+
+Example:
+    >>> from rrf_retriever.types import Hit
+    >>> dense = [Hit("a", score=0.9), Hit("b", score=0.8)]
+    >>> keyword = [Hit("b", score=12.0), Hit("c", score=7.0)]
+    >>> [(h.id, round(h.score, 5)) for h in weighted_rrf({"dense": dense, "keyword": keyword})]
+    [('b', 0.03252), ('a', 0.01639), ('c', 0.01613)]
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.types import FusedHit, Hit
+
+__all__ = [
+    "DEFAULT_RRF_K",
+    "distribution_based_score_fusion",
+    "normalize_scores",
+    "relative_score_fusion",
+    "validate_weights",
+    "weighted_rrf",
+]
+
+#: The RRF constant of Cormack et al. (2009), also LangChain's and Elasticsearch's default.
+DEFAULT_RRF_K = 60.0
+
+
+def _check_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"{name} must be a number, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        msg = f"{name} must be finite and >= 0, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return number
+
+
+def validate_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
+
+    Args:
+        sources: The source names.
+        weights: ``{source: weight}`` or None.
+
+    Returns:
+        ``{source: weight}`` for every source.
+
+    Raises:
+        InvalidArgumentError: a weight that is NaN, infinite or negative (the message names the source), or a
+            weight for a source that is not among ``sources``.
+
+    Example:
+        >>> validate_weights(["dense", "keyword"], {"keyword": 0.5})
+        {'dense': 1.0, 'keyword': 0.5}
+    """
+    weights = weights or {}
+    if not isinstance(weights, Mapping):
+        msg = f"weights must be a mapping of source name to weight, not {type(weights).__name__}"
+        raise InvalidTypeError(msg)
+    unknown = sorted(set(weights) - set(sources), key=str)
+    if unknown:
+        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
+        raise InvalidArgumentError(msg)
+    return {s: _check_number(f"weight of source {s!r}", weights.get(s, 1.0)) for s in sources}
+
+
+@dataclass(slots=True)
+class _Acc:
+    """Per-document accumulator while fusing."""
+
+    hit: Hit
+    best_rank: int
+    best_source: str
+    score: float
+    ranks: dict[str, int]
+    scores: dict[str, float]
+
+
+def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
+    if not isinstance(ranked, Mapping):
+        msg = f"ranked must be a mapping of source name to a ranked list of hits, not {type(ranked).__name__}"
+        raise InvalidTypeError(msg)
+    for name, hits in ranked.items():
+        if not isinstance(name, str):
+            msg = f"source names are strings, got {name!r}"
+            raise InvalidTypeError(msg)
+        if isinstance(hits, (str, bytes)) or not isinstance(hits, Sequence):
+            msg = f"source {name!r} must give a sequence of hits, not {type(hits).__name__}"
+            raise InvalidTypeError(msg)
+
+
+def _deduped(hits: Sequence[Hit]) -> list[Hit]:
+    """Keep each id at its first (best) position only."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.id not in seen:
+            seen.add(hit.id)
+            out.append(hit)
+    return out
+
+
+def _fuse(
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None,
+    contribution: Callable[[str, list[Hit]], list[float]],
+    limit: int | None,
+) -> list[FusedHit]:
+    """The shared loop: dedup, zero-weight guard, weighted sum, deterministic order, ``limit``."""
+    _check_ranked(ranked)
+    resolved = validate_weights(list(ranked), weights)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            msg = f"limit must be None or an integer >= 0, got {limit!r}"
+            raise InvalidArgumentError(msg)
+        if limit == 0:
+            return []
+    acc: dict[str, _Acc] = {}
+    # Sorted source order: sums are computed in one order whatever order the caller used.
+    for source in sorted(ranked):
+        weight = resolved[source]
+        if weight == 0.0:
+            continue  # the zero-weight guard: neither score nor new documents
+        hits = _deduped(ranked[source])
+        values = contribution(source, hits)
+        for rank, (hit, value) in enumerate(zip(hits, values), start=1):
+            entry = acc.get(hit.id)
+            if entry is None:
+                acc[hit.id] = _Acc(hit, rank, source, weight * value, {source: rank}, {source: hit.score})
+                continue
+            entry.score += weight * value
+            entry.ranks[source] = rank
+            entry.scores[source] = hit.score
+            if rank < entry.best_rank:  # text/metadata come from the source that ranked it best
+                entry.best_rank, entry.best_source, entry.hit = rank, source, hit
+
+    def order(e: _Acc) -> tuple[float, int, str]:
+        return (-e.score, e.best_rank, e.hit.id)
+
+    entries = (
+        heapq.nsmallest(limit, acc.values(), key=order)
+        if limit is not None and limit < len(acc)
+        else sorted(acc.values(), key=order)
+    )
+    return [
+        FusedHit(
+            id=e.hit.id,
+            text=e.hit.text,
+            metadata=e.hit.metadata,
+            score=e.score,
+            ranks=e.ranks,
+            scores=e.scores,
+        )
+        for e in entries
+    ]
+
+
+def weighted_rrf(
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    k: float = DEFAULT_RRF_K,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    r"""Weighted Reciprocal Rank Fusion.
+
+    .. math:: \mathrm{score}(d) = \sum_i \frac{w_i}{k + \mathrm{rank}_i(d)}
+
+    with ``rank_i`` 1-based in source ``i``; a source that did not return ``d`` adds 0. This is the
+    multiplicative form of Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and
+    individual Rank Learning Methods", SIGIR 2009, with per-source weights as LangChain's EnsembleRetriever
+    and Elasticsearch's weighted RRF apply them. Qdrant's server-side ``Rrf(k, weights)`` is a different
+    formula (weights stretch the rank, default k=2): its scores and orders do not match this one.
+
+    Args:
+        ranked: ``{source: hits best first}``.
+        weights: ``{source: weight >= 0}``; missing sources weigh 1.0.
+        k: The RRF constant, finite and >= 0 (default 60). Larger k flattens the rank curve.
+        limit: Keep only the best ``limit`` results (None: all).
+
+    Returns:
+        Fused hits, best first, each with ``ranks`` and ``scores`` per contributing source.
+
+    Example:
+        >>> from rrf_retriever.types import Hit
+        >>> out = weighted_rrf({"a": [Hit("x"), Hit("y")], "b": [Hit("y")]}, {"a": 2.0}, k=0)
+        >>> [(h.id, h.score, dict(h.ranks)) for h in out]
+        [('x', 2.0, {'a': 1}), ('y', 2.0, {'a': 2, 'b': 1})]
+    """
+    k_value = _check_number("k", k)
+
+    def contribution(_source: str, hits: list[Hit]) -> list[float]:
+        return [1.0 / (k_value + rank) for rank in range(1, len(hits) + 1)]
+
+    return _fuse(ranked, weights, contribution, limit)
+
+
+def _min_max(values: Sequence[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return [1.0] * len(values)
+    span = hi - lo
+    return [(v - lo) / span for v in values]
+
+
+def _finite_scores(source: str, hits: Sequence[Hit]) -> list[float]:
+    scores = [float(h.score) for h in hits]
+    if not all(math.isfinite(s) for s in scores):
+        msg = f"score fusion needs finite scores; source {source!r} returned NaN or infinity"
+        raise InvalidArgumentError(msg)
+    return scores
+
+
+def relative_score_fusion(
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    r"""Relative-score fusion: min-max normalise each source's scores, then a weighted sum.
+
+    .. math:: \mathrm{score}(d) = \sum_i w_i \frac{s_i(d) - \min_i}{\max_i - \min_i}
+
+    over the hits each source returned (a source whose hits all score the same gives each 1.0).
+    As Weaviate's ``relativeScoreFusion`` (Weaviate 1.20, 2023). Unlike RRF it uses the score gaps, so it
+    depends on each store's score scale being meaningful.
+
+    Example:
+        >>> from rrf_retriever.types import Hit
+        >>> out = relative_score_fusion({"a": [Hit("x", score=3.0), Hit("y", score=1.0)]})
+        >>> [(h.id, h.score) for h in out]
+        [('x', 1.0), ('y', 0.0)]
+    """
+
+    def contribution(source: str, hits: list[Hit]) -> list[float]:
+        return _min_max(_finite_scores(source, hits)) if hits else []
+
+    return _fuse(ranked, weights, contribution, limit)
+
+
+def distribution_based_score_fusion(
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    r"""Distribution-based score fusion (DBSF): normalise by mean +/- 3 sigma, then a weighted sum.
+
+    .. math:: \mathrm{score}(d) = \sum_i w_i \frac{s_i(d) - (\mu_i - 3\sigma_i)}{6\sigma_i}
+
+    with :math:`\mu_i, \sigma_i` the mean and population standard deviation of source ``i``'s returned
+    scores; a source with :math:`\sigma_i = 0` gives each hit 0.5 (the middle of the range). Not clipped, as
+    in Qdrant's ``Fusion.DBSF`` (Qdrant 1.11, 2024), after M. Mazzeschi, "Distribution-Based Score Fusion",
+    2023.
+
+    Example:
+        >>> from rrf_retriever.types import Hit
+        >>> out = distribution_based_score_fusion({"a": [Hit("x", score=2.0), Hit("y", score=0.0)]})
+        >>> [(h.id, round(h.score, 4)) for h in out]
+        [('x', 0.6667), ('y', 0.3333)]
+    """
+
+    def contribution(source: str, hits: list[Hit]) -> list[float]:
+        if not hits:
+            return []
+        scores = _finite_scores(source, hits)
+        mean = math.fsum(scores) / len(scores)
+        sigma = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+        if sigma == 0.0:
+            return [0.5] * len(scores)
+        lower = mean - 3.0 * sigma
+        return [(s - lower) / (6.0 * sigma) for s in scores]
+
+    return _fuse(ranked, weights, contribution, limit)
+
+
+H = TypeVar("H", Hit, FusedHit)
+
+
+def normalize_scores(hits: Sequence[H]) -> list[H]:
+    """Min-max the scores of a ranked list to 0..1, for display; order and everything else unchanged.
+
+    A list whose scores are all equal gets 1.0 everywhere. Returns new objects; the input is not mutated.
+
+    Example:
+        >>> from rrf_retriever.types import Hit
+        >>> [h.score for h in normalize_scores([Hit("a", score=4.0), Hit("b", score=2.0), Hit("c", score=3.0)])]
+        [1.0, 0.0, 0.5]
+    """
+    if not hits:
+        return []
+    scaled = _min_max([float(h.score) for h in hits])
+    return [replace(h, score=s) for h, s in zip(hits, scaled)]

@@ -1,0 +1,39 @@
+"""Stores: keyword (SQLite FTS5, in-memory BM25) and dense (Qdrant). Loaded lazily.
+
+Example:
+    >>> from rrf_retriever.stores import FTS5KeywordStore  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rrf_retriever.stores.base import DenseStore, KeywordStore
+    from rrf_retriever.stores.bm25 import BM25KeywordStore
+    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
+
+_LAZY = {
+    "DenseStore": "rrf_retriever.stores.base",
+    "KeywordStore": "rrf_retriever.stores.base",
+    "FTS5KeywordStore": "rrf_retriever.stores.fts5",
+    "BM25KeywordStore": "rrf_retriever.stores.bm25",
+    "QdrantDenseStore": "rrf_retriever.stores.qdrant",
+    "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'rrf_retriever.stores' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,341 @@
+"""Keyword analysis: one analyzer for indexing and querying, and the FTS5 MATCH builder.
+
+Everything here is pure: no I/O, no framework types, inputs never mutated.
+
+The analyzer (shared by every keyword store, so FTS5 and BM25 agree):
+
+1. Unicode NFKC normalisation, lower-casing, and (by default) Latin diacritics folded (``café`` -> ``cafe``),
+   as FTS5's ``unicode61 remove_diacritics 2`` does (other scripts keep their marks: ``й`` is a letter).
+   Keyword stores index this normalised form, so a store and its queries always agree.
+2. Split on anything that is not a Unicode letter or digit (``_`` included: ``snake_case`` is two words).
+3. Drop 1-character tokens and stopwords (Lucene's 33-word English set by default: conservative, and what
+   the published Lucene BM25 baselines use). 2-character tokens stay (``db``, ``ci``, ``io``).
+4. Stem (Porter by default, the algorithm FTS5's ``porter`` tokenizer implements; or any Snowball
+   language, or any callable, or none).
+
+``build_match_query`` turns user text into an FTS5 query in which every term is a double-quoted string
+joined by ``OR``. Since a term only ever holds letters and digits, no user character can reach FTS5's
+query parser as syntax: ``OR``, ``NEAR(``, ``*``, ``"``, ``-``, ``:``, ``^`` are just text.
+
+Example:
+    >>> analyzer = Analyzer()
+    >>> analyzer.terms("Configuring the FTS5 index, don't panic!")
+    ['configuring', 'fts5', 'index', 'don', 'panic']
+    >>> build_match_query('NEAR(db x) AND "fts5* -col:y')
+    '"near" OR "db" OR "fts5" OR "col"'
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
+
+__all__ = [
+    "DEFAULT_STOPWORDS",
+    "Analyzer",
+    "build_match_query",
+    "default_analyzer",
+    "normalize",
+    "tokenize",
+]
+
+#: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words): small and conservative, and the set the
+#: published Lucene BM25 baselines use, so our figures compare with theirs.
+DEFAULT_STOPWORDS: frozenset[str] = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such "
+    "that the their then there these they this to was will with".split()
+)
+
+# A token is a run of Unicode letters and digits; ``[^\W_]`` is "word character but not underscore".
+_TOKEN = re.compile(r"[^\W_]+")
+
+StemSpec = str | Callable[[str], str] | None
+
+# Porter (1980) is what SQLite's ``porter`` tokenizer implements; Snowball "english" is Porter2.
+_STEMMER_ALIASES = {"porter": "porter", "english": "english", "snowball": "english", "porter2": "english"}
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    """Strip the marks of a Latin letter (``é`` -> ``e``); leave other scripts alone (``й`` stays ``й``).
+
+    This is what FTS5's ``unicode61 remove_diacritics 2`` does: it folds Latin diacritics only.
+    """
+    decomposed = unicodedata.normalize("NFKD", ch)
+    base = decomposed[0]
+    if base.isascii() and all(unicodedata.combining(c) for c in decomposed[1:]):
+        return base
+    return ch
+
+
+def normalize(text: str, *, fold_diacritics: bool = True) -> str:
+    """NFKC, lower-case and (by default) Latin diacritics folded: the text form both index and query use.
+
+    Example:
+        >>> normalize("Café ＦＴＳ５ Русский")
+        'cafe fts5 русский'
+    """
+    if not isinstance(text, str):
+        msg = f"text must be a str, not {type(text).__name__}"
+        raise InvalidTypeError(msg)
+    text = unicodedata.normalize("NFKC", text).lower()
+    if fold_diacritics and not text.isascii():
+        text = "".join(ch if ch.isascii() else _fold_char(ch) for ch in text)
+    return text
+
+
+def tokenize(text: str, *, fold_diacritics: bool = True) -> list[str]:
+    """Split text into lower-cased tokens of Unicode letters and digits, keeping every token.
+
+    Args:
+        text: Any string (control characters, NUL and lone surrogates are separators).
+        fold_diacritics: Remove combining marks (``é`` -> ``e``), as FTS5's unicode61 tokenizer does.
+
+    Returns:
+        The tokens in order, duplicates and stopwords included.
+
+    Example:
+        >>> tokenize("Error E1234: the DB-connection (café) timed_out")
+        ['error', 'e1234', 'the', 'db', 'connection', 'cafe', 'timed', 'out']
+    """
+    return _TOKEN.findall(normalize(text, fold_diacritics=fold_diacritics))
+
+
+class _ThreadLocalStemmer:
+    """PyStemmer objects are not thread-safe: one per thread, each with its own word cache."""
+
+    def __init__(self, algorithm: str) -> None:
+        try:
+            import Stemmer  # PyStemmer
+        except ImportError as exc:
+            raise missing_dependency("PyStemmer", "bm25", f"stemming with {algorithm!r}") from exc
+        self._module = Stemmer
+        self._algorithm = algorithm
+        self._local = threading.local()
+        # Fail now, not on first use, if the algorithm does not exist.
+        self._module.Stemmer(algorithm)
+
+    def __call__(self, word: str) -> str:
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._module.Stemmer(self._algorithm)
+            self._local.stemmer = stemmer
+        return stemmer.stemWord(word)
+
+    def __repr__(self) -> str:
+        return f"PyStemmer({self._algorithm!r})"
+
+
+@lru_cache(maxsize=16)
+def _stemmer_for(name: str) -> Callable[[str], str]:
+    algorithm = _STEMMER_ALIASES.get(name.lower(), name.lower())
+    try:
+        return _ThreadLocalStemmer(algorithm)
+    except KeyError as exc:
+        msg = f"unknown stemming algorithm {name!r}; use 'porter', 'english' or another Snowball language"
+        raise InvalidArgumentError(msg) from exc
+
+
+class Analyzer:
+    """Tokenizer + stopwords + stemmer, used for indexing and querying alike.
+
+    Args:
+        stopwords: Words to drop (compared lower-cased, before stemming). Default: Lucene's English set.
+            Pass ``()`` to keep every word.
+        stem: ``"porter"`` (default, what FTS5's porter tokenizer does), ``"english"`` (Snowball Porter2),
+            another Snowball language name, a callable ``str -> str``, or None for no stemming.
+            Named stemmers need PyStemmer (extra ``bm25``); it is loaded on first use.
+        min_length: Tokens shorter than this are dropped (default 2: "db" stays, "a" goes).
+        fold_diacritics: Fold ``é`` to ``e`` (default True, like FTS5 ``remove_diacritics``).
+
+    Example:
+        >>> Analyzer(stem=None).analyze("The databases are configured")
+        ['databases', 'configured']
+        >>> Analyzer(stem=str.upper, stopwords=()).analyze("a db")
+        ['DB']
+    """
+
+    __slots__ = ("_stem_fn", "fold_diacritics", "min_length", "stem", "stopwords")
+
+    def __init__(
+        self,
+        stopwords: Iterable[str] | None = DEFAULT_STOPWORDS,
+        stem: StemSpec = "porter",
+        *,
+        min_length: int = 2,
+        fold_diacritics: bool = True,
+    ) -> None:
+        if isinstance(stopwords, str):
+            msg = "stopwords must be a collection of words, not a single string"
+            raise InvalidTypeError(msg)
+        if isinstance(min_length, bool) or not isinstance(min_length, int) or min_length < 1:
+            msg = f"min_length must be an integer >= 1, got {min_length!r}"
+            raise InvalidArgumentError(msg)
+        if stem is not None and not isinstance(stem, str) and not callable(stem):
+            msg = f"stem must be a stemmer name, a callable or None, not {type(stem).__name__}"
+            raise InvalidTypeError(msg)
+        self.stopwords: frozenset[str] = frozenset(w.lower() for w in (stopwords or ()))
+        self.stem = stem
+        self.min_length = min_length
+        self.fold_diacritics = fold_diacritics
+        self._stem_fn: Callable[[str], str] | None = None if isinstance(stem, str) else stem
+
+    def __repr__(self) -> str:
+        return (
+            f"Analyzer(stopwords=<{len(self.stopwords)} words>, stem={self.stem!r}, "
+            f"min_length={self.min_length}, fold_diacritics={self.fold_diacritics})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Analyzer):
+            return NotImplemented
+        return self.config() == other.config()
+
+    def __hash__(self) -> int:
+        return hash((self.stopwords, str(self.stem), self.min_length, self.fold_diacritics))
+
+    def config(self) -> dict[str, object]:
+        """A JSON-able description, saved beside an index so it is reopened with the same analyzer.
+
+        Example:
+            >>> Analyzer(stopwords=["x"], stem=None).config()["stem"] is None
+            True
+        """
+        stem = self.stem if self.stem is None or isinstance(self.stem, str) else repr(self.stem)
+        return {
+            "stopwords": sorted(self.stopwords),
+            "stem": stem,
+            "min_length": self.min_length,
+            "fold_diacritics": self.fold_diacritics,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, object]) -> Analyzer:
+        """Rebuild an analyzer saved with :meth:`config` (a custom callable stemmer cannot be saved).
+
+        Example:
+            >>> a = Analyzer(stem=None)
+            >>> Analyzer.from_config(a.config()) == a
+            True
+        """
+        stem = config.get("stem", "porter")
+        if stem is not None and not isinstance(stem, str):
+            msg = "a saved analyzer config must name its stemmer"
+            raise InvalidArgumentError(msg)
+        if isinstance(stem, str) and stem.startswith("<"):
+            msg = f"the index was built with a custom stemmer ({stem}); pass the same analyzer explicitly"
+            raise InvalidArgumentError(msg)
+        return cls(
+            stopwords=config.get("stopwords", DEFAULT_STOPWORDS),  # type: ignore[arg-type]
+            stem=stem,
+            min_length=int(config.get("min_length", 2)),  # type: ignore[call-overload]
+            fold_diacritics=bool(config.get("fold_diacritics", True)),
+        )
+
+    def _stemmer(self) -> Callable[[str], str] | None:
+        if self._stem_fn is None and isinstance(self.stem, str):
+            self._stem_fn = _stemmer_for(self.stem)
+        return self._stem_fn
+
+    def normalize(self, text: str) -> str:
+        """The text as keyword stores index it (see :func:`normalize`)."""
+        return normalize(text, fold_diacritics=self.fold_diacritics)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Every token of ``text`` (see :func:`tokenize`), stopwords included."""
+        return tokenize(text, fold_diacritics=self.fold_diacritics)
+
+    def terms(self, text: str) -> list[str]:
+        """Tokens that survive the length and stopword rules, NOT stemmed (what FTS5 receives: it stems itself).
+
+        Example:
+            >>> Analyzer().terms("How to configure a DB")
+            ['how', 'configure', 'db']
+        """
+        stop = self.stopwords
+        min_len = self.min_length
+        return [t for t in self.tokenize(text) if len(t) >= min_len and t not in stop]
+
+    def analyze(self, text: str) -> list[str]:
+        """Surviving tokens, stemmed: the terms a BM25 index stores and a BM25 query looks up.
+
+        Example:
+            >>> Analyzer().analyze("configuring configured configures")
+            ['configur', 'configur', 'configur']
+        """
+        terms = self.terms(text)
+        stem = self._stemmer()
+        if stem is None:
+            return terms
+        return [stem(t) for t in terms]
+
+    def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
+        """:meth:`analyze` over many texts (for indexing)."""
+        return [self.analyze(t) for t in texts]
+
+
+_DEFAULT: Analyzer | None = None
+
+
+def default_analyzer() -> Analyzer:
+    """The shared default :class:`Analyzer` (Lucene stopwords, Porter stemming).
+
+    Example:
+        >>> default_analyzer() is default_analyzer()
+        True
+    """
+    global _DEFAULT  # noqa: PLW0603 - a process-wide immutable default
+    if _DEFAULT is None:
+        _DEFAULT = Analyzer()
+    return _DEFAULT
+
+
+#: Long inputs (a pasted document) keep their first terms only: an OR of thousands of phrases costs a
+#: doclist scan each and does not rank better.
+DEFAULT_MAX_TERMS = 256
+
+
+def build_match_query(
+    text: str, analyzer: Analyzer | None = None, *, max_terms: int = DEFAULT_MAX_TERMS
+) -> str | None:
+    """Build a safe FTS5 MATCH expression: every surviving term double-quoted, joined with ``OR``.
+
+    Terms are the analyzer's :meth:`Analyzer.terms` (unstemmed: FTS5's porter tokenizer stems both the
+    index and the quoted query terms). A term only holds Unicode letters and digits, so no user character is
+    ever parsed as FTS5 syntax. Repeated terms are kept (as Lucene's bag-of-words queries weight them) up to
+    ``max_terms`` terms in all.
+
+    Args:
+        text: The user's query, any string.
+        analyzer: The keyword store's analyzer (default: :func:`default_analyzer`).
+        max_terms: At most this many terms, in order of appearance.
+
+    Returns:
+        The MATCH string, or None when no term survives (the keyword leg then sits out).
+
+    Raises:
+        InvalidTypeError: ``text`` is not a string.
+        InvalidArgumentError: ``max_terms`` < 1.
+
+    Example:
+        >>> build_match_query("fts5 OR config*")
+        '"fts5" OR "config"'
+        >>> build_match_query("the a of") is None
+        True
+    """
+    if not isinstance(text, str):
+        msg = f"query must be a str, not {type(text).__name__}"
+        raise InvalidTypeError(msg)
+    if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 1:
+        msg = f"max_terms must be an integer >= 1, got {max_terms!r}"
+        raise InvalidArgumentError(msg)
+    terms = (analyzer or default_analyzer()).terms(text)[:max_terms]
+    if not terms:
+        return None
+    # Terms hold letters and digits only, so none contains '"'; the quotes make each a plain string.
+    return " OR ".join(f'"{t}"' for t in terms)

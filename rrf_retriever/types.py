@@ -1,0 +1,255 @@
+"""Small value types shared by every layer: hits, fused hits, and the scope (filter + exclusions).
+
+All of them are frozen dataclasses: a hit that leaves a store is never changed in place.
+
+Example:
+    >>> from rrf_retriever.types import Hit, normalize_filter
+    >>> Hit(id="a", text="hello", score=1.5).id
+    'a'
+    >>> normalize_filter({"session_id": [1, 2], "lang": "en"})
+    {'lang': ('en',), 'session_id': (1, 2)}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from rrf_retriever.errors import FilterError, InvalidTypeError
+
+__all__ = [
+    "FilterSpec",
+    "FilterValue",
+    "FusedHit",
+    "Hit",
+    "NormalizedFilter",
+    "Record",
+    "normalize_exclude_ids",
+    "normalize_filter",
+]
+
+FilterValue = Union[str, int, bool]
+#: What users pass: ``{"session_id": [1, 2, 3], "lang": "en"}``. A list means any-of; keys must all match.
+FilterSpec = Mapping[str, Union[FilterValue, Sequence[FilterValue]]]
+#: What stores receive: keys sorted, every value a tuple of allowed values.
+NormalizedFilter = dict[str, tuple[FilterValue, ...]]
+
+# Keys name metadata fields. Stores bind them as parameters, but a tight pattern also keeps them portable
+# (Qdrant payload paths, JSON paths) and readable in errors.
+_KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
+_MAX_FILTER_VALUES = 10_000
+_MAX_ID_LENGTH = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One result of one store (a "leg").
+
+    Attributes:
+        id: The document id, the same in every store.
+        text: The document text.
+        metadata: The user's metadata.
+        score: The store's own score, higher is better (cosine similarity, BM25 as a positive number).
+    """
+
+    id: str
+    text: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FusedHit:
+    """One result of a fusion.
+
+    Attributes:
+        id: The document id.
+        text: The document text (taken from the source that ranked it best).
+        metadata: The user's metadata (from the same source).
+        score: The fused score.
+        ranks: ``{source: 1-based rank}`` for every source with weight > 0 that returned the document.
+        scores: ``{source: raw score}`` for the same sources.
+    """
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any]
+    score: float
+    ranks: Mapping[str, int]
+    scores: Mapping[str, float]
+
+
+def _check_filter_value(key: str, value: object) -> FilterValue:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        # Qdrant stores integers as int64 and SQLite as 64-bit too: refuse what neither can hold.
+        if not -(2**63) <= value < 2**63:
+            msg = f"filter value for {key!r} is out of the 64-bit integer range: {value}"
+            raise FilterError(msg)
+        return value
+    if isinstance(value, str):
+        if "\x00" in value:
+            msg = f"filter value for {key!r} contains a NUL character"
+            raise FilterError(msg)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            msg = f"filter value for {key!r} is not valid Unicode (lone surrogate?)"
+            raise FilterError(msg) from exc
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return _check_filter_value(key, int(value))
+        msg = f"filter value for {key!r} must be a string, an integer or a boolean, not the float {value!r}"
+        raise FilterError(msg)
+    msg = f"filter value for {key!r} must be a string, an integer or a boolean, not {type(value).__name__}"
+    raise FilterError(msg)
+
+
+def normalize_filter(filter: FilterSpec | None) -> NormalizedFilter | None:  # noqa: A002 - public name
+    """Validate a metadata filter and bring it to the form every store understands.
+
+    Each key must match; a list (or tuple or set) of values means any-of. An empty list matches nothing.
+    ``None`` or ``{}`` means no filter.
+
+    Args:
+        filter: ``{"session_id": [1, 2, 3], "lang": "en"}`` or None.
+
+    Returns:
+        ``{key: (value, ...)}`` with keys sorted and duplicate values removed, or None.
+
+    Raises:
+        FilterError: a key that is not a plain field name, a value that is not str, int or bool.
+
+    Example:
+        >>> normalize_filter({"b": 1, "a": ["x", "x", "y"]})
+        {'a': ('x', 'y'), 'b': (1,)}
+    """
+    if filter is None:
+        return None
+    if not isinstance(filter, Mapping):
+        msg = f"filter must be a mapping of metadata field to value(s), not {type(filter).__name__}"
+        raise FilterError(msg)
+    if not filter:
+        return None
+    out: NormalizedFilter = {}
+    for key in sorted(filter, key=str):
+        if not isinstance(key, str) or not _KEY_PATTERN.match(key):
+            msg = (
+                f"filter key {key!r} is not a metadata field name "
+                "(letters, digits, '_' and '-', starting with a letter or '_', at most 128 characters)"
+            )
+            raise FilterError(msg)
+        raw = filter[key]
+        values: Iterable[object]
+        if isinstance(raw, (list, tuple, set, frozenset)):
+            values = raw
+            if len(raw) > _MAX_FILTER_VALUES:
+                msg = f"filter key {key!r} lists {len(raw)} values; at most {_MAX_FILTER_VALUES} are allowed"
+                raise FilterError(msg)
+        else:
+            values = (raw,)
+        checked: list[FilterValue] = []
+        seen: set[tuple[type, FilterValue]] = set()
+        for value in values:
+            v = _check_filter_value(key, value)
+            tag = (type(v), v)
+            if tag not in seen:
+                seen.add(tag)
+                checked.append(v)
+        out[key] = tuple(checked)
+    return out
+
+
+def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
+    """Validate ``exclude_ids``: an iterable of string ids (a single string is refused, it is not a list).
+
+    Example:
+        >>> sorted(normalize_exclude_ids(["a", "b", "a"]))
+        ['a', 'b']
+    """
+    if exclude_ids is None:
+        return frozenset()
+    if isinstance(exclude_ids, (str, bytes)):
+        msg = "exclude_ids must be a list of ids, not a single string"
+        raise InvalidTypeError(msg)
+    try:
+        ids = list(exclude_ids)
+    except TypeError as exc:
+        msg = f"exclude_ids must be an iterable of ids, not {type(exclude_ids).__name__}"
+        raise InvalidTypeError(msg) from exc
+    for doc_id in ids:
+        check_id(doc_id, field_name="exclude_ids")
+    return frozenset(ids)
+
+
+def check_id(doc_id: object, *, field_name: str = "id") -> str:
+    """Check one document id: a non-empty string without NUL, valid Unicode, at most 1024 characters.
+
+    Example:
+        >>> check_id("doc-1")
+        'doc-1'
+    """
+    if not isinstance(doc_id, str):
+        msg = f"{field_name}: document ids are strings, got {type(doc_id).__name__}"
+        raise InvalidTypeError(msg)
+    if not doc_id or len(doc_id) > _MAX_ID_LENGTH or "\x00" in doc_id:
+        msg = f"{field_name}: a document id must be 1 to {_MAX_ID_LENGTH} characters without NUL, got {doc_id!r:.60}"
+        raise FilterError(msg)
+    try:
+        doc_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"{field_name}: document id {doc_id!r:.60} is not valid Unicode (lone surrogate?)"
+        raise FilterError(msg) from exc
+    return doc_id
+
+
+def matches_filter(metadata: Mapping[str, Any], flt: NormalizedFilter | None) -> bool:
+    """Reference semantics of a normalized filter on one metadata mapping (used by in-memory stores).
+
+    A value matches when it equals one allowed value, with bools and ints kept apart (``True`` is not ``1``).
+    A metadata value that is a list matches when any element matches (as Qdrant does for arrays).
+
+    Example:
+        >>> matches_filter({"session_id": 2}, {"session_id": (1, 2)})
+        True
+    """
+    if not flt:
+        return True
+    for key, allowed in flt.items():
+        if key not in metadata:
+            return False
+        value = metadata[key]
+        candidates = value if isinstance(value, (list, tuple)) else (value,)
+        if not any(_same_value(c, a) for c in candidates for a in allowed):
+            return False
+    return True
+
+
+def _same_value(a: object, b: object) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored document as a store gives it back (``get``), with its vector where the store keeps one.
+
+    Example:
+        >>> Record("a", "text", {"k": 1}).vector is None
+        True
+    """
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    vector: Sequence[float] | None = None

@@ -1,0 +1,222 @@
+"""The analyzer and the FTS5 MATCH builder (DESIGN section 4)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.text import (
+    DEFAULT_STOPWORDS,
+    Analyzer,
+    build_match_query,
+    default_analyzer,
+    normalize,
+    tokenize,
+)
+from tests.hostile import HOSTILE_QUERIES
+
+# ---- tokenize -----------------------------------------------------------------------------------------
+
+
+def test_tokenize_lowercases_and_splits_on_non_alphanumerics() -> None:
+    assert tokenize("Error E1234: DB-connection timed_out!") == ["error", "e1234", "db", "connection", "timed", "out"]
+
+
+def test_tokenize_keeps_unicode_letters_and_digits_and_folds_diacritics() -> None:
+    assert tokenize("Café Ελληνικά русский ١٢٣ 中文") == ["cafe", "ελληνικά", "русский", "١٢٣", "中文"]
+    assert tokenize("Café", fold_diacritics=False) == ["café"]
+
+
+def test_tokenize_fullwidth_and_ligatures_are_normalised() -> None:
+    assert tokenize("ＦＴＳ５ ﬁle") == ["fts5", "file"]
+
+
+def test_only_latin_diacritics_are_folded_like_fts5_unicode61() -> None:
+    assert normalize("Ångström naïve") == "angstrom naive"
+    assert normalize("русский ελληνικά") == "русский ελληνικά"
+
+
+def test_tokenize_rejects_non_strings() -> None:
+    with pytest.raises(InvalidTypeError, match="str"):
+        tokenize(b"bytes")  # type: ignore[arg-type]
+
+
+# ---- Analyzer -----------------------------------------------------------------------------------------
+
+
+def test_terms_drop_stopwords_and_single_characters_but_keep_two_character_tokens() -> None:
+    assert Analyzer().terms("The db is a CI/IO x thing") == ["db", "ci", "io", "thing"]
+
+
+def test_default_stopwords_are_lucenes_33_word_set() -> None:
+    assert len(DEFAULT_STOPWORDS) == 33
+    assert {"the", "and", "not", "with"} <= DEFAULT_STOPWORDS
+    assert "how" not in DEFAULT_STOPWORDS
+
+
+def test_porter_stemming_conflates_inflections() -> None:
+    a = Analyzer()
+    assert a.analyze("configuring") == a.analyze("configured") == a.analyze("configure") == a.analyze("configures")
+
+
+def test_stemming_can_be_switched_off_or_replaced() -> None:
+    assert Analyzer(stem=None).analyze("configuring") == ["configuring"]
+    assert Analyzer(stem=lambda w: w[:4]).analyze("configuring") == ["conf"]
+    assert Analyzer(stem="english").analyze("generously") == ["generous"]
+
+
+def test_custom_stopwords() -> None:
+    assert Analyzer(stopwords=["foo"]).terms("foo the bar") == ["the", "bar"]
+    assert Analyzer(stopwords=()).terms("the bar") == ["the", "bar"]
+
+
+def test_bad_analyzer_arguments_raise_our_errors() -> None:
+    with pytest.raises(InvalidTypeError):
+        Analyzer(stopwords="the a")
+    with pytest.raises(InvalidArgumentError):
+        Analyzer(min_length=0)
+    with pytest.raises(InvalidTypeError):
+        Analyzer(stem=42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="stemming"):
+        Analyzer(stem="klingon").analyze("word")
+
+
+def test_config_round_trip() -> None:
+    a = Analyzer(stopwords=["x", "y"], stem="english", min_length=3, fold_diacritics=False)
+    assert Analyzer.from_config(a.config()) == a
+    with pytest.raises(InvalidArgumentError):
+        Analyzer.from_config(Analyzer(stem=str.upper).config())
+
+
+@given(st.text())
+def test_terms_are_lowercase_alphanumeric_and_never_stopwords(text: str) -> None:
+    for term in Analyzer().terms(text):
+        assert term.isalnum()
+        assert term == term.lower() or not term.isascii()
+        assert len(term) >= 2
+        assert term not in DEFAULT_STOPWORDS
+
+
+@given(st.text())
+def test_analysis_is_deterministic_and_does_not_depend_on_case(text: str) -> None:
+    a = default_analyzer()
+    assert a.analyze(text) == a.analyze(text)
+    assert a.terms(text.upper()) == a.terms(text.lower()) or not text.isascii()
+
+
+# ---- build_match_query --------------------------------------------------------------------------------
+
+
+def test_match_query_quotes_every_term_and_joins_with_or() -> None:
+    assert build_match_query("configure FTS5 index") == '"configure" OR "fts5" OR "index"'
+
+
+def test_match_query_is_none_when_nothing_survives() -> None:
+    for text in ["", "   ", "the a of", "!!! ???", "x y z", "\x00"]:
+        assert build_match_query(text) is None
+
+
+def test_match_query_caps_terms() -> None:
+    q = build_match_query("word " * 1000, max_terms=5)
+    assert q == " OR ".join(['"word"'] * 5)
+    with pytest.raises(InvalidArgumentError):
+        build_match_query("x", max_terms=0)
+
+
+def test_match_query_rejects_non_strings_with_our_error() -> None:
+    for bad in (None, b"bytes", 42, ["list"]):
+        with pytest.raises(InvalidTypeError, match="query must be a str"):
+            build_match_query(bad)  # type: ignore[arg-type]
+
+
+@given(st.text())
+def test_match_query_round_trips_to_the_analyzer_terms(text: str) -> None:
+    """Property: parsing the MATCH string back gives exactly the analyzer's terms (nothing else got in)."""
+    query = build_match_query(text)
+    terms = Analyzer().terms(text)[:256]
+    if query is None:
+        assert terms == []
+        return
+    parts = query.split(" OR ")
+    assert all(p.startswith('"') and p.endswith('"') and p.count('"') == 2 for p in parts)
+    assert [p[1:-1] for p in parts] == terms
+
+
+# ---- against a real FTS5 table ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fts_table() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
+    rows = [
+        "Configure the FTS5 index for near real-time search",
+        "The DB connection failed with error E1234",
+        "Use NEAR queries and column filters in SQLite",
+        "Café résumé naïve: diacritics are folded",
+        "Ελληνικά and русский and 中文 text",
+        "Don't panic: O'Reilly's guide to e-mail",
+        "Emoji 😀 are ignored by the tokenizer",
+    ]
+    # Stores index the analyzer's normalised text, so FTS5 sees what queries see (NFKC, Latin folding).
+    conn.executemany("INSERT INTO docs(rowid, body) VALUES (?, ?)", [(i, normalize(r)) for i, r in enumerate(rows)])
+    conn.execute("CREATE TABLE originals(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.executemany("INSERT INTO originals VALUES (?, ?)", list(enumerate(rows)))
+    return conn
+
+
+def _search(conn: sqlite3.Connection, text: str) -> list[str]:
+    query = build_match_query(text)
+    if query is None:
+        return []
+    sql = "SELECT o.body FROM docs JOIN originals o ON o.id = docs.rowid WHERE docs MATCH ? ORDER BY rank"
+    return [r[0] for r in conn.execute(sql, (query,))]
+
+
+@pytest.mark.parametrize("text", HOSTILE_QUERIES, ids=lambda s: repr(s[:30]))
+def test_hostile_queries_never_raise_sqlite_errors(fts_table: sqlite3.Connection, text: str) -> None:
+    try:
+        _search(fts_table, text)
+    except sqlite3.Error as exc:  # pragma: no cover - this is the failure being tested for
+        pytest.fail(f"raw sqlite3 error for {text[:40]!r}: {exc}")
+
+
+def test_operators_are_matched_as_text_not_parsed(fts_table: sqlite3.Connection) -> None:
+    # "NEAR" is a word in one document; parsed as an operator it would be a syntax error or match nothing.
+    assert sorted(_search(fts_table, "NEAR(")) == [
+        "Configure the FTS5 index for near real-time search",
+        "Use NEAR queries and column filters in SQLite",
+    ]
+    # "col:x" would be a column filter on a missing column; as text it is two terms.
+    assert _search(fts_table, "column:filters") == ["Use NEAR queries and column filters in SQLite"]
+    # A trailing * is not a prefix query: "conf*" must not match "Configure".
+    assert _search(fts_table, "conf*") == []
+    # "-" is not negation: "e-mail" finds the e-mail document.
+    assert "Don't panic: O'Reilly's guide to e-mail" in _search(fts_table, "e-mail")
+
+
+def test_porter_stemming_in_fts5_finds_inflections(fts_table: sqlite3.Connection) -> None:
+    assert _search(fts_table, "configuring")[0].startswith("Configure")
+
+
+def test_unicode_and_diacritics_match(fts_table: sqlite3.Connection) -> None:
+    assert _search(fts_table, "cafe") == ["Café résumé naïve: diacritics are folded"]
+    assert _search(fts_table, "русский") == ["Ελληνικά and русский and 中文 text"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=200))
+def test_any_string_gives_a_result_or_our_error(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO t(body) VALUES ('hello world')")
+    try:
+        query = build_match_query(text)
+    except RRFRetrieverError:
+        return
+    if query is not None:
+        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,)).fetchall()
