@@ -25,8 +25,11 @@ __all__ = [
     "FilterValue",
     "FusedHit",
     "Hit",
+    "LegTrace",
     "NormalizedFilter",
     "Record",
+    "SearchResult",
+    "Trace",
     "normalize_exclude_ids",
     "normalize_filter",
 ]
@@ -253,3 +256,72 @@ class Record:
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     vector: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LegTrace:
+    """What one leg (one source) did for one query.
+
+    Attributes:
+        name: The source name ("dense", "keyword", ...).
+        kind: "dense", "keyword" or "retriever" (a LangChain/LlamaIndex retriever used as a source).
+        weight: The weight used for this query.
+        called: False when the leg sat out (weight 0, no keyword term survived, embedding failed).
+        latency_ms: Wall time of the leg's search (0 when not called).
+        hits: How many hits it returned.
+        error: The error message when it failed or timed out, else None.
+        note: Why it sat out, when it did ("weight 0", "no keyword terms", ...).
+    """
+
+    name: str
+    kind: str
+    weight: float
+    called: bool
+    latency_ms: float = 0.0
+    hits: int = 0
+    error: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """How a hybrid query was answered: per-leg traces, timings and the settings used.
+
+    Example:
+        >>> Trace(legs=(), weights={}, rrf_k=60.0, top_k=10, fetch_k=20).degraded
+        False
+    """
+
+    legs: tuple[LegTrace, ...]
+    weights: Mapping[str, float]
+    rrf_k: float
+    top_k: int
+    fetch_k: int
+    fusion: str = "rrf"
+    embed_ms: float = 0.0
+    fusion_ms: float = 0.0
+    total_ms: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def degraded(self) -> bool:
+        """True when a leg that should have run failed, timed out or lost its embedding."""
+        return any(leg.error is not None for leg in self.legs)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The answer of a hybrid search: fused hits (best first) and the trace.
+
+    Example:
+        >>> SearchResult(hits=[], trace=Trace((), {}, 60.0, 10, 20)).ids
+        []
+    """
+
+    hits: list[FusedHit]
+    trace: Trace
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of the hits, best first."""
+        return [h.id for h in self.hits]
