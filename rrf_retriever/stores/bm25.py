@@ -7,8 +7,9 @@ Documents are analyzed once, on ``add``, with the same :class:`~rrf_retriever.te
 
 Engines:
 
-* ``"bm25s"`` (default): sparse-matrix BM25 (Lucene's variant), fast; ``k1``/``b`` default to Anserini's
-  BEIR settings (0.9 / 0.4), which measured better than bm25s's own 1.5 / 0.75 on SciFact train.
+* ``"bm25s"`` (default): sparse-matrix BM25 (Lucene's variant), fast; ``k1=1.2``, ``b=0.75`` by default: the
+  best of (0.9, 0.4), (1.2, 0.75), (1.5, 0.75) on SciFact train (differences < 0.003 nDCG@10), and the values
+  FTS5's ``bm25()`` hard-codes, so both keyword stores rank alike.
 * ``"rank_bm25"``: ``rank_bm25.BM25Okapi`` with its defaults (k1=1.5, b=0.75, epsilon=0.25): the scores
   LangChain's ``BM25Retriever`` computes, for parity. It scores every document in Python: slow past ~10k.
 
@@ -55,7 +56,7 @@ Engine = Literal["bm25s", "rank_bm25"]
 _FORMAT = "rrf-retriever/bm25-store"
 _FORMAT_VERSION = 1
 _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
-    "bm25s": {"k1": 0.9, "b": 0.4},
+    "bm25s": {"k1": 1.2, "b": 0.75},
     "rank_bm25": {"k1": 1.5, "b": 0.75},
 }
 
@@ -161,8 +162,8 @@ class BM25KeywordStore(AsyncStoreMixin):
     Args:
         engine: ``"bm25s"`` (default, fast) or ``"rank_bm25"`` (LangChain BM25Retriever's scores).
         analyzer: The analyzer (default: Lucene stopwords, Porter stems), the same as the FTS5 store's.
-        k1: BM25 term-frequency saturation (default 0.9 for bm25s, 1.5 for rank_bm25).
-        b: BM25 length normalisation (default 0.4 for bm25s, 0.75 for rank_bm25).
+        k1: BM25 term-frequency saturation (default 1.2 for bm25s, 1.5 for rank_bm25 as LangChain uses it).
+        b: BM25 length normalisation (default 0.75).
 
     Raises:
         InvalidArgumentError: an unknown engine, or k1 / b out of range.
