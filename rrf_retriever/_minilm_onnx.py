@@ -1,0 +1,195 @@
+"""Build the all-MiniLM-L6-v2 sentence encoder as an ONNX graph from its safetensors, without torch.
+
+The graph is the BERT encoder of ``sentence-transformers/all-MiniLM-L6-v2`` followed by its sentence head:
+embeddings (word + position + token type 0, LayerNorm), 6 encoder layers (12-head self-attention with the
+padding mask, GELU(erf) feed-forward, post-LayerNorm), mean pooling over non-padding tokens and L2
+normalisation. Inputs: ``input_ids`` and ``attention_mask`` (int64, ``[batch, seq]``); output:
+``sentence_embedding`` (float32, ``[batch, 384]``). It reproduces sentence-transformers to ~1e-7 (see
+benchmarks/RESULTS.md).
+
+Building takes about a second; :func:`build_or_load` caches the file on disk, keyed by the weights' hash.
+
+Example:
+    >>> from rrf_retriever._minilm_onnx import build_or_load  # doctest: +SKIP
+    >>> onnx_path = build_or_load(model_dir, cache_dir)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GRAPH_VERSION", "build_graph", "build_or_load", "weights_hash"]
+
+#: Bumped whenever the graph changes, so a stale cached file is never reused.
+GRAPH_VERSION = 1
+_OPSET = 17  # LayerNormalization is a single op from opset 17
+
+
+def weights_hash(safetensors_path: Path) -> str:
+    """SHA-256 of the weights file (first 16 hex digits), the cache key of the built graph."""
+    digest = hashlib.sha256()
+    with safetensors_path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def build_graph(model_dir: Path) -> Any:
+    """Build the ONNX ``ModelProto`` from ``model_dir`` (``model.safetensors`` + ``config.json``).
+
+    Raises:
+        ImportError: ``onnx``, ``numpy`` or ``safetensors`` is missing.
+    """
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from safetensors.numpy import load_file
+
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    head_dim = hidden // heads
+    layers = int(config["num_hidden_layers"])
+    eps = float(config.get("layer_norm_eps", 1e-12))
+    weights = load_file(str(model_dir / "model.safetensors"))
+
+    def w(name: str) -> Any:
+        # Some exports prefix every key with "bert." or "0.auto_model."; accept them all.
+        for prefix in ("", "bert.", "0.auto_model."):
+            if prefix + name in weights:
+                return weights[prefix + name]
+        msg = f"weight {name!r} not found in {model_dir / 'model.safetensors'}"
+        raise KeyError(msg)
+
+    initializers: list[Any] = []
+    nodes: list[Any] = []
+
+    def const(name: str, array: Any) -> str:
+        initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def node(op: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
+        return output
+
+    def linear(x: str, prefix: str, out: str) -> str:
+        # torch Linear keeps weight as [out, in]; MatMul wants [in, out].
+        wt = const(f"{prefix}.wT", w(f"{prefix}.weight").T.astype(np.float32))
+        b = const(f"{prefix}.b", w(f"{prefix}.bias").astype(np.float32))
+        return node("Add", [node("MatMul", [x, wt], f"{out}_mm"), b], out)
+
+    def layer_norm(x: str, prefix: str, out: str) -> str:
+        scale = const(f"{prefix}.g", w(f"{prefix}.weight").astype(np.float32))
+        bias = const(f"{prefix}.beta", w(f"{prefix}.bias").astype(np.float32))
+        return node("LayerNormalization", [x, scale, bias], out, axis=-1, epsilon=eps)
+
+    # --- embeddings: word + position[0:seq] + token_type[0] ------------------------------------------
+    const("zero_i64", np.array([0], dtype=np.int64))
+    const("one_i64", np.array([1], dtype=np.int64))
+    const("two_i64", np.array([2], dtype=np.int64))
+    const("word_emb", w("embeddings.word_embeddings.weight").astype(np.float32))
+    const("pos_emb", w("embeddings.position_embeddings.weight").astype(np.float32))
+    const("type0_emb", w("embeddings.token_type_embeddings.weight")[0].astype(np.float32))
+    shape = node("Shape", ["input_ids"], "ids_shape")
+    seq_len = node("Slice", [shape, "one_i64", "two_i64"], "seq_len")
+    positions = node("Slice", ["pos_emb", "zero_i64", seq_len, "zero_i64"], "positions")
+    words = node("Gather", ["word_emb", "input_ids"], "words")
+    x = node("Add", [node("Add", [words, positions], "emb_wp"), "type0_emb"], "emb_sum")
+    x = layer_norm(x, "embeddings.LayerNorm", "emb_ln")
+
+    # --- additive attention mask [batch, 1, 1, seq]: 0 for tokens, a large negative for padding --------
+    mask_f = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
+    const("one_f", np.array(1.0, dtype=np.float32))
+    const("neg_big", np.array(np.finfo(np.float32).min, dtype=np.float32))
+    inv = node("Sub", ["one_f", mask_f], "mask_inv")
+    additive = node("Mul", [inv, "neg_big"], "mask_add")
+    const("mask_axes", np.array([1, 2], dtype=np.int64))
+    additive = node("Unsqueeze", [additive, "mask_axes"], "mask_4d")
+
+    const("split_heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
+    const("merge_heads_shape", np.array([0, 0, hidden], dtype=np.int64))
+    const("inv_sqrt_d", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
+    const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=np.float32))
+    const("half", np.array(0.5, dtype=np.float32))
+
+    for i in range(layers):
+        p = f"encoder.layer.{i}"
+        q = linear(x, f"{p}.attention.self.query", f"l{i}_q")
+        k = linear(x, f"{p}.attention.self.key", f"l{i}_k")
+        v = linear(x, f"{p}.attention.self.value", f"l{i}_v")
+        q = node("Transpose", [node("Reshape", [q, "split_heads_shape"], f"l{i}_q4")], f"l{i}_qt", perm=[0, 2, 1, 3])
+        k = node("Transpose", [node("Reshape", [k, "split_heads_shape"], f"l{i}_k4")], f"l{i}_kt", perm=[0, 2, 3, 1])
+        v = node("Transpose", [node("Reshape", [v, "split_heads_shape"], f"l{i}_v4")], f"l{i}_vt", perm=[0, 2, 1, 3])
+        scores = node("Mul", [node("MatMul", [q, k], f"l{i}_qk"), "inv_sqrt_d"], f"l{i}_scaled")
+        scores = node("Add", [scores, additive], f"l{i}_masked")
+        probs = node("Softmax", [scores], f"l{i}_probs", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [probs, v], f"l{i}_ctx4")], f"l{i}_ctxt", perm=[0, 2, 1, 3])
+        ctx = node("Reshape", [ctx, "merge_heads_shape"], f"l{i}_ctx")
+        attn = linear(ctx, f"{p}.attention.output.dense", f"l{i}_attn")
+        x = layer_norm(node("Add", [attn, x], f"l{i}_res1"), f"{p}.attention.output.LayerNorm", f"l{i}_ln1")
+        inter = linear(x, f"{p}.intermediate.dense", f"l{i}_inter")
+        # GELU(erf) exactly as BERT: 0.5 * x * (1 + erf(x / sqrt(2)))
+        erf = node("Erf", [node("Mul", [inter, "inv_sqrt2"], f"l{i}_gx")], f"l{i}_erf")
+        gelu = node("Mul", [node("Mul", [inter, "half"], f"l{i}_hx"), node("Add", [erf, "one_f"], f"l{i}_1erf")], f"l{i}_gelu")
+        out = linear(gelu, f"{p}.output.dense", f"l{i}_out")
+        x = layer_norm(node("Add", [out, x], f"l{i}_res2"), f"{p}.output.LayerNorm", f"l{i}_ln2")
+
+    # --- mean pooling over real tokens, then L2 normalisation (sentence-transformers' clamps) ----------
+    const("last_axis", np.array([-1], dtype=np.int64))
+    const("seq_axis", np.array([1], dtype=np.int64))
+    const("min_count", np.array(1e-9, dtype=np.float32))
+    const("min_norm", np.array(1e-12, dtype=np.float32))
+    mask3 = node("Unsqueeze", [mask_f, "last_axis"], "mask3")
+    summed = node("ReduceSum", [node("Mul", [x, mask3], "masked_tokens"), "seq_axis"], "sum_tokens", keepdims=0)
+    counts = node("Max", [node("ReduceSum", [mask3, "seq_axis"], "token_count", keepdims=0), "min_count"], "count")
+    mean = node("Div", [summed, counts], "mean_pooled")
+    norm = node("ReduceL2", [mean], "l2", axes=[-1], keepdims=1)  # axes is an attribute until opset 18
+    node("Div", [mean, node("Max", [norm, "min_norm"], "l2_clamped")], "sentence_embedding")
+
+    graph = helper.make_graph(
+        nodes,
+        "all_minilm_l6_v2",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
+        ],
+        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])],
+        initializer=initializers,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="rrf-retriever"
+    )
+    model.ir_version = 8  # readable by every onnxruntime >= 1.14
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_or_load(model_dir: Path, cache_dir: Path) -> Path:
+    """Return the path of the cached ONNX graph for ``model_dir``, building it once if needed.
+
+    The file name holds the weights' hash and :data:`GRAPH_VERSION`; the write is atomic (temporary file in
+    the same directory, then ``os.replace``), so concurrent first uses never see a half-written file.
+    """
+    key = weights_hash(model_dir / "model.safetensors")
+    target = cache_dir / f"all-minilm-l6-v2-{key}-g{GRAPH_VERSION}.onnx"
+    if target.is_file():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    payload = build_graph(model_dir).SerializeToString()
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=cache_dir)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
