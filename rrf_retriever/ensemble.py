@@ -877,8 +877,8 @@ class HybridEngine:
             if isinstance(leg, DenseLeg) and id(leg.embedding) not in vectors:
                 try:
                     vectors[id(leg.embedding)] = leg.embedding.embed_documents(texts)
-                except RRFRetrieverError:
-                    raise
+                except RRFRetrieverError as exc:
+                    raise type(exc)(f"{exc}; nothing was written") from exc
                 except Exception as exc:
                     msg = f"embedding {len(texts)} document(s) failed: {type(exc).__name__}: {exc}; nothing was written"
                     raise EmbeddingError(msg) from exc
