@@ -1,0 +1,1 @@
+"""Runnable examples of rrf-retriever inside LangChain and LlamaIndex (each exercised by tests/integrations)."""

@@ -1,0 +1,114 @@
+"""EnsembleRRFRetriever: the four points that make one class serve both frameworks, writes, persistence."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+from langchain_core.documents import Document
+from llama_index.core.schema import Document as LlamaDocument
+from llama_index.core.schema import QueryBundle
+
+from rrf_retriever import EnsembleRRFRetriever
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.ensemble import HybridEngine, Leg
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.types import Hit
+
+
+class AsyncOnlyLeg(Leg):
+    """Answers asynchronously only: proves the async paths never fall back to the sync search."""
+
+    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        msg = "sync search called from an async path"
+        raise AssertionError(msg)
+
+    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0)
+        return [Hit("a", "async text")]
+
+
+def test_llamaindex_instance_state_is_declared_and_excluded_from_serialisation() -> None:
+    r = EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()}, verbose=True)
+    assert r.callback_manager is not None and r.object_map == {}
+    assert r._verbose is True
+    dumped = r.model_dump()
+    assert "callback_manager" not in dumped and "object_map" not in dumped and "engine" not in dumped
+
+
+def test_aretrieve_parameter_is_named_query_bundle() -> None:
+    assert list(inspect.signature(EnsembleRRFRetriever._aretrieve).parameters)[1] == "query_bundle"
+    r = EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()})
+    nodes = asyncio.run(r._aretrieve(query_bundle=QueryBundle("q")))
+    assert [n.node.node_id for n in nodes] == ["a"]
+
+
+def test_both_async_paths_are_native() -> None:
+    r = EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()}, on_error="raise")
+    assert [d.id for d in asyncio.run(r.ainvoke("q"))] == ["a"]
+    assert [n.node.node_id for n in asyncio.run(r.aretrieve("q"))] == ["a"]
+
+
+def test_get_prompts_clash_is_resolved() -> None:
+    r = EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()})
+    assert r.get_prompts() == {} and r.get_prompts(config={"tags": []}) == []
+
+
+def test_add_documents_from_both_frameworks_and_delete() -> None:
+    r = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16))
+    r.add_documents([Document(id="lc", page_content="langchain document about rockets", metadata={"s": 1})])
+    r.add_documents([LlamaDocument(id_="li", text="llamaindex document about rockets", metadata={"s": 2})])
+    ids = r.add_texts(["plain text about rockets"])
+    assert len(ids) == 1 and len(ids[0]) == 32
+    assert {d.id for d in r.invoke("rockets")} == {"lc", "li", ids[0]}
+    assert r.get_by_ids(["li"])[0].metadata == {"s": 2}
+    r.delete(["lc"])
+    assert "lc" not in {d.id for d in r.invoke("rockets")}
+    assert r.engine.count() == {"dense": 2, "keyword": 2}
+    with pytest.raises(InvalidTypeError):
+        r.add_documents(["not a document"])
+    with pytest.raises(InvalidTypeError):
+        r.add_texts("a single string")
+
+
+def test_from_texts_persists_to_a_path_and_reopens(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = EnsembleRRFRetriever.from_texts(["persistent rockets", "other"], HashingEmbedding(16), ids=["p", "o"],
+                                        path=tmp_path)
+    assert [d.id for d in r.invoke("rockets", k=1)] == ["p"]
+    r.engine.legs["dense"].store.close()
+    r.engine.legs["keyword"].store.close()
+    reopened = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path)
+    assert reopened.engine.count() == {"dense": 2, "keyword": 2}
+    assert [d.id for d in reopened.invoke("rockets", k=1)] == ["p"]
+
+
+def test_bm25_keyword_option_and_bad_options() -> None:
+    r = EnsembleRRFRetriever.from_texts(["alpha beta", "gamma"], HashingEmbedding(16), keyword="bm25", ids=["a", "g"])
+    assert r.invoke("alpha")[0].id == "a"
+    with pytest.raises(InvalidArgumentError):
+        EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), keyword="whoosh")
+    with pytest.raises(InvalidArgumentError):
+        EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), dense="faiss")
+    with pytest.raises(InvalidArgumentError, match="at least one source"):
+        EnsembleRRFRetriever()
+    with pytest.raises(InvalidArgumentError, match="no keyword source"):
+        EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()}, keyword_weight=1.0)
+
+
+def test_constructor_weights_and_update_settings_shortcuts() -> None:
+    r = EnsembleRRFRetriever.from_texts(["x"], HashingEmbedding(16), semantic_weight=0.7, keyword_weight=0.3,
+                                        rrf_k=20, fetch_k=50)
+    s = r.settings
+    assert dict(s.weights) == {"dense": 0.7, "keyword": 0.3} and s.rrf_k == 20 and s.fetch_k == 50
+    s2 = r.update_settings(semantic_weight=0.0, k=3)
+    assert dict(s2.weights) == {"dense": 0.0, "keyword": 0.3} and s2.top_k == 3
+    assert r.settings is s2
+
+
+def test_wrapping_an_existing_engine() -> None:
+    engine = HybridEngine({"x": AsyncOnlyLeg()})
+    r = EnsembleRRFRetriever(engine=engine, top_k=4)
+    assert r.engine is engine and engine.settings.top_k == 4
+    with pytest.raises(InvalidTypeError):
+        EnsembleRRFRetriever(engine="nope")  # type: ignore[arg-type]
