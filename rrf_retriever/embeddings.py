@@ -526,6 +526,9 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         if threads is not None:
             options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        # No busy-waiting between ops: on a shared or busy machine spinning threads steal the CPU the
+        # other thread needs (measured: faster under load, equal when idle).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256, no padding.
