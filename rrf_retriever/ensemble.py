@@ -32,6 +32,7 @@ import asyncio
 import concurrent.futures
 import logging
 import math
+import os
 import threading
 import time
 import warnings
@@ -55,6 +56,7 @@ from rrf_retriever.fusion import (
     validate_weights,
     weighted_rrf,
 )
+from rrf_retriever.journal import Journal, open_journal
 from rrf_retriever.stores.base import normalize_scope, validate_batch
 from rrf_retriever.types import (
     FilterSpec,
@@ -373,6 +375,9 @@ class HybridEngine:
         expand: Optional 1-hop expansion: a callable ``FusedHit -> [neighbour ids]``.
         links_key: Optional metadata key holding neighbour ids (used when ``expand`` is None).
         expand_limit: At most this many neighbours are appended after the fused results (default ``top_k``).
+        journal: Optional write-ahead journal (a file path or a :class:`~rrf_retriever.journal.Journal`): every
+            write is recorded before it reaches the stores, and a write interrupted by a crash is redone in
+            every store when the engine is built again (:meth:`recover`). None (default): no journal.
 
     Example:
         >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore  # doctest: +SKIP
@@ -393,6 +398,7 @@ class HybridEngine:
         expand: Expand | None = None,
         links_key: str | None = None,
         expand_limit: int | None = None,
+        journal: str | os.PathLike[str] | Journal | None = None,
     ) -> None:
         if not isinstance(sources, Mapping) or not sources:
             msg = "sources must be a non-empty mapping of source name to store or leg"
@@ -425,6 +431,9 @@ class HybridEngine:
         self._write_lock = threading.RLock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._journal = open_journal(journal)
+        if self._journal is not None:
+            self.recover()
 
     # -- introspection ------------------------------------------------------------------------------------
 
@@ -815,6 +824,9 @@ class HybridEngine:
             writable = self._writable()
             vectors = self._embed_documents(writable, text_list)
             before = self._snapshot(writable, id_list)
+            seq = self._journal_begin("add", id_list, text_list, meta_list, {
+                name: vectors[id(leg.embedding)] for name, leg in writable if isinstance(leg, DenseLeg)
+            })
             done: list[tuple[str, Leg]] = []
             for name, leg in writable:
                 try:
@@ -823,10 +835,12 @@ class HybridEngine:
                     else:
                         leg.store.add(id_list, text_list, meta_list)  # type: ignore[attr-defined]
                 except Exception as exc:
-                    self._restore(done, id_list, before)
+                    self._restore(done, id_list, before)  # raises (entry kept: recover() redoes it) if it fails
+                    self._journal_clear(seq)
                     msg = f"adding {len(id_list)} document(s) failed in store {name!r}; the other stores were rolled back"
                     raise StoreError(msg) from exc
                 done.append((name, leg))
+            self._journal_clear(seq)
         return id_list
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -840,15 +854,18 @@ class HybridEngine:
         with self._write_lock:
             writable = self._writable()
             before = self._snapshot(writable, id_list)
+            seq = self._journal_begin("delete", id_list)
             done: list[tuple[str, Leg]] = []
             for name, leg in writable:
                 try:
                     leg.store.delete(id_list)  # type: ignore[attr-defined]
                 except Exception as exc:
                     self._restore(done, id_list, before)
+                    self._journal_clear(seq)
                     msg = f"deleting failed in store {name!r}; the other stores were restored"
                     raise StoreError(msg) from exc
                 done.append((name, leg))
+            self._journal_clear(seq)
 
     async def aadd(
         self,
@@ -862,6 +879,66 @@ class HybridEngine:
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async twin of :meth:`delete`."""
         await asyncio.to_thread(self.delete, ids)
+
+    # -- write-ahead journal --------------------------------------------------------------------------
+
+    @property
+    def journal(self) -> Journal | None:
+        """The write-ahead journal, or None."""
+        return self._journal
+
+    def _journal_begin(
+        self, op: str, ids: list[str], texts: Sequence[str] = (), metadatas: Sequence[Mapping[str, Any]] = (),
+        vectors: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        if self._journal is None:
+            return None
+        return self._journal.begin(op, ids, texts, metadatas, vectors)  # type: ignore[arg-type]
+
+    def _journal_clear(self, seq: int | None) -> None:
+        if self._journal is not None and seq is not None:
+            self._journal.clear(seq)
+
+    def recover(self) -> int:
+        """Redo every write the journal holds as pending (interrupted by a crash) in every writable store.
+
+        Store writes are idempotent (upsert or delete by id), so a batch that had partly reached the stores is
+        simply completed. Called by the constructor when a journal is given; safe to call again.
+
+        Returns:
+            The number of batches redone (0 without a journal).
+
+        Raises:
+            StoreError: a store refused the redo; the entry stays pending for the next attempt.
+        """
+        if self._journal is None:
+            return 0
+        with self._write_lock:
+            entries = self._journal.pending()
+            writable = self._writable()
+            for entry in entries:
+                for name, leg in writable:
+                    store: Any = leg.store  # type: ignore[attr-defined]
+                    try:
+                        if entry.op == "delete":
+                            store.delete(entry.ids)
+                        elif isinstance(leg, DenseLeg):
+                            vectors = entry.vectors.get(name)
+                            if vectors is None:  # a dense source added after the entry was written
+                                vectors = self._embed_documents([(name, leg)], entry.texts)[id(leg.embedding)]
+                            store.add(entry.ids, entry.texts, entry.metadatas, vectors=vectors)
+                        else:
+                            store.add(entry.ids, entry.texts, entry.metadatas)
+                    except RRFRetrieverError as exc:
+                        msg = f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: {exc}"
+                        raise StoreError(msg) from exc
+                    except Exception as exc:
+                        msg = f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: {type(exc).__name__}: {exc}"
+                        raise StoreError(msg) from exc
+                self._journal.clear(entry.seq)
+            if entries:
+                logger.warning("rrf_retriever journal: redid %d interrupted write(s) in every store", len(entries))
+        return len(entries)
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         """Stored documents by id (from the first writable store), in the order asked; missing ids skipped."""

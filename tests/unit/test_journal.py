@@ -1,0 +1,192 @@
+"""The cross-store write-ahead journal (rrf_retriever/journal.py) and its hook in HybridEngine.
+
+Crashes are simulated here by writing a journal entry and then only part of the batch, exactly the state a
+process killed between two store writes leaves; the real SIGKILL runs live in tests/reliability/.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
+from rrf_retriever.journal import Journal, JournalEntry, open_journal
+from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
+
+DIM = 16
+
+
+class FailingAdds(FTS5KeywordStore):
+    """A real FTS5 store whose adds fail while ``fail`` is set (a disk that filled up)."""
+
+    fail = False
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        if self.fail:
+            msg = "disk full"
+            raise OSError(msg)
+        super().add(*args, **kwargs)
+
+
+def _stack(tmp: Path, journal: Any = "default", keyword_cls: type = FTS5KeywordStore) -> HybridEngine:
+    keyword = keyword_cls(str(tmp / "kw.sqlite3"))
+    dense = QdrantEdgeDenseStore(HashingEmbedding(DIM), path=str(tmp / "edge"))
+    return HybridEngine({"dense": dense, "keyword": keyword},
+                        journal=tmp / "journal.sqlite3" if journal == "default" else journal)
+
+
+def _close(engine: HybridEngine) -> None:
+    for leg in engine.legs.values():
+        leg.store.close()  # type: ignore[attr-defined]
+    if engine.journal is not None:
+        engine.journal.close()
+
+
+def test_an_entry_round_trips_and_clears() -> None:
+    journal = Journal(":memory:")
+    seq = journal.begin("add", ["a", "b"], ["x", "y"], [{"n": 1}, {}], {"dense": [[0.5, 1.0], [1, 2]]})
+    (entry,) = journal.pending()
+    assert entry == JournalEntry(seq, "add", ["a", "b"], ["x", "y"], [{"n": 1}, {}],
+                                 {"dense": [[0.5, 1.0], [1.0, 2.0]]})
+    journal.clear(seq)
+    assert journal.pending() == []
+
+
+def test_entries_survive_reopening_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    with Journal(path) as journal:
+        journal.begin("add", ["a"], ["é \u2603 text"], [{"k": [1, "x"]}])
+        journal.begin("delete", ["b"])
+    with Journal(path) as journal:
+        assert [(e.op, e.ids) for e in journal.pending()] == [("add", ["a"]), ("delete", ["b"])]
+        assert journal.pending()[0].texts == ["é \u2603 text"]
+
+
+def test_bad_arguments_are_our_errors() -> None:
+    journal = Journal(":memory:")
+    with pytest.raises(InvalidArgumentError, match="op"):
+        journal.begin("upsert", ["a"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError, match="journal"):
+        open_journal(42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError, match="journal path"):
+        Journal(None)  # type: ignore[arg-type]
+    assert open_journal(journal) is journal
+    assert open_journal(None) is None
+
+
+def test_an_unknown_entry_format_is_refused_not_guessed(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    Journal(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO rrf_journal (format, op, body) VALUES (99, 'add', '{}')")
+    with Journal(path) as journal, pytest.raises(StoreError, match="unknown format"):
+        journal.pending()
+
+
+def test_an_unreadable_journal_file_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="journal"):
+        Journal(path)
+
+
+def test_healthy_writes_leave_no_pending_entry(tmp_path: Path) -> None:
+    engine = _stack(tmp_path)
+    engine.add(["a", "b"], ["alpha text", "beta text"], [{"s": 1}, {"s": 2}])
+    engine.delete(["a"])
+    assert engine.journal is not None and engine.journal.pending() == []
+    assert engine.count() == {"dense": 1, "keyword": 1}
+    _close(engine)
+
+
+def test_an_interrupted_add_is_redone_in_every_store_on_open(tmp_path: Path) -> None:
+    engine = _stack(tmp_path)
+    engine.add(["old"], ["an older document"], [{"v": 0}])
+    # The crash: the batch is recorded, reaches the keyword store, and the process dies before the dense one.
+    texts = ["first new text", "second new text"]
+    vectors = HashingEmbedding(DIM).embed_documents(texts)
+    assert engine.journal is not None
+    engine.journal.begin("add", ["n1", "n2"], texts, [{"v": 1}, {"v": 2}], {"dense": vectors})
+    engine.legs["keyword"].store.add(["n1", "n2"], texts, [{"v": 1}, {"v": 2}])  # type: ignore[attr-defined]
+    assert engine.count() == {"dense": 1, "keyword": 3}
+    _close(engine)
+
+    reopened = _stack(tmp_path)
+    assert reopened.journal is not None and reopened.journal.pending() == []
+    assert reopened.count() == {"dense": 3, "keyword": 3}
+    dense = reopened.legs["dense"].store.get(["n1", "n2"], with_vectors=True)  # type: ignore[attr-defined]
+    assert [(r.text, dict(r.metadata)) for r in dense] == [("first new text", {"v": 1}), ("second new text", {"v": 2})]
+    for record, expected in zip(dense, vectors):
+        assert record.vector == pytest.approx(expected, abs=1e-6)
+    assert reopened.recover() == 0  # nothing left: a second recover is a no-op
+    _close(reopened)
+
+
+def test_an_interrupted_delete_is_redone(tmp_path: Path) -> None:
+    engine = _stack(tmp_path)
+    engine.add(["a", "b"], ["alpha text", "beta text"])
+    assert engine.journal is not None
+    engine.journal.begin("delete", ["a"])
+    engine.legs["dense"].store.delete(["a"])  # type: ignore[attr-defined]
+    _close(engine)
+    reopened = _stack(tmp_path)
+    assert reopened.count() == {"dense": 1, "keyword": 1}
+    assert reopened.get(["a", "b"])[0].id == "b"
+    _close(reopened)
+
+
+def test_an_entry_without_vectors_for_a_dense_source_is_embedded_on_redo(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.sqlite3")
+    journal.begin("add", ["x"], ["text only entry"], [{}])
+    engine = _stack(tmp_path, journal=journal)
+    (record,) = engine.legs["dense"].store.get(["x"], with_vectors=True)  # type: ignore[attr-defined]
+    assert record.vector == pytest.approx(HashingEmbedding(DIM).embed_query("text only entry"), abs=1e-6)
+    _close(engine)
+
+
+def test_a_failed_add_rolled_back_everywhere_clears_its_entry(tmp_path: Path) -> None:
+    engine = _stack(tmp_path, keyword_cls=FailingAdds)
+    engine.add(["a"], ["kept text"], [{"v": 1}])
+    engine.legs["keyword"].store.fail = True  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match="rolled back"):
+        engine.add(["a", "b"], ["replaced text", "new text"], [{"v": 2}, {"v": 2}])
+    assert engine.journal is not None and engine.journal.pending() == []
+    assert [(r.text, dict(r.metadata)) for r in engine.get(["a", "b"])] == [("kept text", {"v": 1})]
+    assert engine.count() == {"dense": 1, "keyword": 1}
+    _close(engine)
+
+
+def test_a_redo_that_fails_keeps_the_entry_for_the_next_open(tmp_path: Path) -> None:
+    engine = _stack(tmp_path)
+    assert engine.journal is not None
+    engine.journal.begin("add", ["z"], ["pending text"], [{}])
+    _close(engine)
+    FailingAdds.fail = True
+    try:
+        with pytest.raises(StoreError, match="redoing journal entry"):
+            _stack(tmp_path, keyword_cls=FailingAdds)
+    finally:
+        FailingAdds.fail = False
+    # The failed constructor left its stores open; free the edge directory lock the way a new process would.
+    import gc
+
+    gc.collect()
+    with Journal(tmp_path / "journal.sqlite3") as journal:
+        assert [e.ids for e in journal.pending()] == [["z"]]
+    reopened = _stack(tmp_path)
+    assert reopened.count() == {"dense": 1, "keyword": 1}
+    _close(reopened)
+
+
+def test_no_journal_is_todays_behaviour(tmp_path: Path) -> None:
+    engine = _stack(tmp_path, journal=None)
+    assert engine.journal is None and engine.recover() == 0
+    engine.add(["a"], ["alpha"])
+    assert not (tmp_path / "journal.sqlite3").exists()
+    _close(engine)
