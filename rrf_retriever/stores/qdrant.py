@@ -7,9 +7,10 @@ Layout (compatible with langchain-qdrant's ``QdrantVectorStore`` defaults, so ei
 
 * one unnamed dense vector, cosine distance, created on the first ``add`` with the vectors' dimension;
 * payload ``{"page_content": text, "metadata": {...}, "doc_id": id}``;
-* point id: the document id itself when it is a canonical UUID string (as langchain-qdrant writes them),
-  else ``uuid5(NAMESPACE, id)``. A point without ``doc_id`` (written by langchain-qdrant) has id
-  ``str(point.id)``, which maps back to the same point, so get/delete/exclude work on it too.
+* point id: the document id itself when it is a UUID string (canonical, or the 32-digit hex form
+  langchain-qdrant's ``add_texts`` returns), else ``uuid5(ID_NAMESPACE, id)``. A point without ``doc_id``
+  (written by langchain-qdrant) is returned with id ``str(point.id)`` (the canonical UUID), which maps back
+  to the same point, so get/delete/exclude work on it (with either UUID spelling).
 
 Filter semantics match :func:`rrf_retriever.types.matches_filter`: ``{"k": v}`` becomes
 ``FieldCondition(key="metadata.k", match=MatchValue(v))``, a list ``MatchAny`` (split by type: Qdrant's
@@ -81,17 +82,20 @@ def point_id(doc_id: str) -> str:
     Example:
         >>> point_id("550e8400-e29b-41d4-a716-446655440000")
         '550e8400-e29b-41d4-a716-446655440000'
+        >>> point_id("550e8400e29b41d4a716446655440000")
+        '550e8400-e29b-41d4-a716-446655440000'
         >>> point_id("doc-1") == point_id("doc-1") != point_id("doc-2")
         True
     """
-    if len(doc_id) == 36:
+    if len(doc_id) in (32, 36):
         try:
             parsed = uuid.UUID(doc_id)
         except ValueError:
             pass
         else:
-            if str(parsed) == doc_id:
-                return doc_id
+            # The canonical form, or the 32-digit hex form langchain-qdrant returns from add_texts.
+            if doc_id in (str(parsed), parsed.hex):
+                return str(parsed)
     return str(uuid.uuid5(ID_NAMESPACE, doc_id))
 
 
