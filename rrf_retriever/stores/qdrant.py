@@ -331,6 +331,11 @@ class QdrantDenseStore(_QdrantBase):
         self._load_dimension()
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    def _local_guard(self) -> contextlib.AbstractContextManager[Any]:
+        # qdrant-client local mode is not thread-safe: a search during an upsert reads half-grown numpy
+        # arrays (IndexError / broadcast errors). A server client needs no lock.
+        return self._lock if self._is_local else contextlib.nullcontext()
+
     def _load_dimension(self) -> None:
         try:
             if not self.client.collection_exists(self.collection_name):
@@ -458,7 +463,8 @@ class QdrantDenseStore(_QdrantBase):
                 end = start + self.batch_size
                 points = self._points(pids[start:end], payloads[start:end], vectors_list[start:end])
                 try:
-                    self.client.upsert(self.collection_name, points=points, wait=True)
+                    with self._local_guard():
+                        self.client.upsert(self.collection_name, points=points, wait=True)
                 except Exception as exc:
                     raise _client_error(exc, "upsert") from exc
                 if bar is not None:
@@ -474,11 +480,12 @@ class QdrantDenseStore(_QdrantBase):
             return
         models = self._models
         try:
-            self.client.delete(
-                self.collection_name,
-                points_selector=models.PointIdsList(points=[point_id(i) for i in id_list]),
-                wait=True,
-            )
+            with self._local_guard():
+                self.client.delete(
+                    self.collection_name,
+                    points_selector=models.PointIdsList(points=[point_id(i) for i in id_list]),
+                    wait=True,
+                )
         except Exception as exc:
             raise _client_error(exc, "delete") from exc
 
@@ -489,12 +496,13 @@ class QdrantDenseStore(_QdrantBase):
         if not id_list or self._dimension is None:
             return []
         try:
-            points = self.client.retrieve(
-                self.collection_name,
-                ids=list(dict.fromkeys(point_id(i) for i in id_list)),
-                with_payload=True,
-                with_vectors=bool(with_vectors),
-            )
+            with self._local_guard():
+                points = self.client.retrieve(
+                    self.collection_name,
+                    ids=list(dict.fromkeys(point_id(i) for i in id_list)),
+                    with_payload=True,
+                    with_vectors=bool(with_vectors),
+                )
         except Exception as exc:
             raise _client_error(exc, "get") from exc
         by_pid = {str(p.id): p for p in points}
@@ -510,7 +518,8 @@ class QdrantDenseStore(_QdrantBase):
         if self._dimension is None:
             return 0
         try:
-            return int(self.client.count(self.collection_name, exact=True).count)
+            with self._local_guard():
+                return int(self.client.count(self.collection_name, exact=True).count)
         except Exception as exc:
             raise _client_error(exc, "count") from exc
 
@@ -534,13 +543,14 @@ class QdrantDenseStore(_QdrantBase):
         query, limit, flt, excluded = prepared
         self._ensure_payload_indexes(flt)
         try:
-            response = self.client.query_points(
-                self.collection_name,
-                query=query,
-                query_filter=self._build_filter(flt, excluded),
-                limit=limit,
-                with_payload=True,
-            )
+            with self._local_guard():
+                response = self.client.query_points(
+                    self.collection_name,
+                    query=query,
+                    query_filter=self._build_filter(flt, excluded),
+                    limit=limit,
+                    with_payload=True,
+                )
         except Exception as exc:
             raise _client_error(exc, "search") from exc
         return [self._hit(p.id, p.payload, p.score) for p in response.points]
@@ -720,6 +730,7 @@ class QdrantEdgeDenseStore(_QdrantBase):
         self._shard: Any = None
         self._lock_fh: Any = None
         self._closed = False
+        self._indexed: set[tuple[str, str]] = set()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -767,6 +778,10 @@ class QdrantEdgeDenseStore(_QdrantBase):
             msg = f"cannot open the Qdrant edge shard at {shard_dir}: {exc}"
             raise StoreError(msg) from exc
         self._dimension = dim
+        with contextlib.suppress(Exception):  # indexes already built persist with the shard
+            for field, info in self._shard.info().payload_schema.items():
+                if field.startswith(f"{METADATA_KEY}."):
+                    self._indexed.add((field[len(METADATA_KEY) + 1 :], str(info.data_type).rsplit(".", 1)[-1]))
 
     def _create(self, dim: int) -> None:
         qe = self._qe
@@ -868,6 +883,30 @@ class QdrantEdgeDenseStore(_QdrantBase):
             return None
         return qe.Filter(must=must or None, must_not=must_not)
 
+    def _ensure_payload_indexes(self, flt: NormalizedFilter | None) -> None:
+        """Index each filtered metadata key once (persisted in the shard).
+
+        Without an index Qdrant checks the filter on every point's payload: measured here at 20k points,
+        a 10 % filter took ~36 ms without an index and ~0.3 ms with one.
+        """
+        if not flt:
+            return
+        schema_type = self._qe.PayloadSchemaType
+        for key, values in flt.items():
+            strs, ints, bools = _split_values(values)
+            for present, schema in ((strs, schema_type.Keyword), (ints, schema_type.Integer), (bools, schema_type.Bool)):
+                tag = (key, str(schema).rsplit(".", 1)[-1])
+                if not present or tag in self._indexed:
+                    continue
+                with self._lock:
+                    self._check_open()
+                    op = self._qe.UpdateOperation.create_field_index(f"{METADATA_KEY}.{key}", schema)
+                    try:
+                        self._shard.update(op)
+                    except Exception as exc:  # searches stay correct without it, only slower
+                        logger.debug("payload index on %s (%s) not created: %s", key, schema, exc)
+                    self._indexed.add(tag)
+
     # -- writes ------------------------------------------------------------------------------------
     def add(
         self,
@@ -961,6 +1000,7 @@ class QdrantEdgeDenseStore(_QdrantBase):
         if prepared is None:
             return []
         query, limit, flt, excluded = prepared
+        self._ensure_payload_indexes(flt)
         qe = self._qe
         request = qe.QueryRequest(
             limit=limit,

@@ -1,0 +1,1 @@
+"""Reliability and security: bad input, faults, crashes, load, scope isolation (fast profile; soak in benchmarks/soak.py)."""
