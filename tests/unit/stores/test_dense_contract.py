@@ -167,6 +167,19 @@ def test_filter_semantics_match_reference(store: Any, flt: dict[str, Any], expec
     assert set(_ids(store.search(_query(store), 10, filter=flt))) == expected
 
 
+def test_filters_in_sequence_on_one_store(store: Any) -> None:
+    # Payload indexes are created on first use of a key (per value type); later filters of other types on the
+    # same key must stay exact, before and after a reopen-free sequence of mixed queries.
+    cases = [
+        {"flag": 1}, {"flag": True}, {"flag": [True, 0]}, {"flag": False}, {"flag": "x"}, {"flag": 0},
+        {"session_id": 1}, {"session_id": [2, 4]}, {"lang": "en"}, {"lang": ["en", "de"], "flag": [True, 0]},
+    ]
+    for _ in range(2):
+        for flt in cases:
+            expected = {i for i, (_, meta) in DOCS.items() if matches_filter(meta, normalize_filter(flt))}
+            assert set(_ids(store.search(_query(store), 10, filter=flt))) == expected, flt
+
+
 def test_exclude_ids_applied_before_top_k(store: Any) -> None:
     q = _query(store)
     top2 = _ids(store.search(q, 2))
@@ -255,8 +268,11 @@ def test_reopen_from_path(make_store: StoreFactory, tmp_path: Path) -> None:
     s = make_store(path)
     s.add(["a", "b"], ["red apples", "blue sky"], [{"n": 1}, {"n": 2}])
     s.delete(["b"])
+    assert _ids(s.search(_query(s), 5, filter={"n": 1})) == ["a"]  # builds a payload index where supported
     s.close()
     reopened = make_store(path)
+    assert _ids(reopened.search(_query(reopened), 5, filter={"n": [1, 2]})) == ["a"]
+    assert reopened.search(_query(reopened), 5, filter={"n": 2}) == []
     assert reopened.count() == 1
     assert reopened.dimension == DIM
     (hit,) = reopened.search(reopened.embedding.embed_query("red"), 5)
