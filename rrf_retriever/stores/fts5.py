@@ -648,7 +648,9 @@ class FTS5KeywordStore(AsyncStoreMixin):
             for vtype, vals in groups.items():
                 ors.append(f"(key = ? AND vtype = ? AND value IN ({', '.join('?' * len(vals))}))")
                 params.extend([key, vtype, *vals])
-            parts.append(f"f.rowid IN (SELECT doc FROM {self._scope} WHERE {' OR '.join(ors)})")
+            # The unary '+' keeps this constraint away from FTS5's xBestIndex: offered a rowid IN list, FTS5
+            # runs the whole MATCH once per listed rowid (measured 60x slower at 10k documents).
+            parts.append(f"+f.rowid IN (SELECT doc FROM {self._scope} WHERE {' OR '.join(ors)})")
         if excluded:
             parts.append(f"d.id NOT IN ({', '.join('?' * len(excluded))})")
             params.extend(sorted(excluded))

@@ -1,0 +1,225 @@
+"""FTS5KeywordStore specifics: schema and reopen rules, normalisation, fields, locking, rollback, exactness."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreLockedError
+from rrf_retriever.errors import StoreUnavailableError
+from rrf_retriever.stores import fts5 as fts5_module
+from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.text import Analyzer
+
+
+def ids_of(hits: list) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_missing_fts5_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # FTS5 is compiled into this Python's SQLite; the check itself is what we exercise here.
+    monkeypatch.setattr(fts5_module, "_fts5_available", lambda: False)
+    with pytest.raises(StoreUnavailableError, match="without FTS5"):
+        FTS5KeywordStore()
+
+
+def test_fts5_check_is_true_here() -> None:
+    assert fts5_module._fts5_available()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"table": "bad name"},
+        {"table": "x; DROP TABLE t"},
+        {"fields": ()},
+        {"fields": "text"},
+        {"fields": ("title",)},
+        {"fields": ("text", "text")},
+        {"fields": ("text", "ti tle")},
+        {"fields": ("text", "rank")},
+        {"field_weights": {"title": 2.0}},
+        {"field_weights": {"text": -1.0}},
+        {"field_weights": {"text": float("nan")}},
+        {"mode": "and"},
+        {"timeout": -1},
+    ],
+)
+def test_bad_constructor_arguments(kwargs: dict) -> None:
+    with pytest.raises(InvalidArgumentError):
+        FTS5KeywordStore(**kwargs)
+
+
+def test_analyzer_must_be_an_analyzer() -> None:
+    with pytest.raises(InvalidTypeError):
+        FTS5KeywordStore(analyzer="porter")  # type: ignore[arg-type]
+
+
+def test_reopen_uses_the_saved_analyzer_and_refuses_another(tmp_path: Path) -> None:
+    path = tmp_path / "kw.sqlite"
+    custom = Analyzer(stopwords=["database"])
+    with FTS5KeywordStore(path, analyzer=custom) as store:
+        store.add(["a", "b"], ["database tuning", "vector database"])
+        assert store.search("database", 5) == []
+    with FTS5KeywordStore(path) as again:  # analyzer=None: the saved one
+        assert again.analyzer == custom
+        assert again.search("database", 5) == []
+        assert ids_of(again.search("tuning", 5)) == ["a"]
+    with pytest.raises(InvalidArgumentError, match="another analyzer"):
+        FTS5KeywordStore(path, analyzer=Analyzer())
+    with pytest.raises(InvalidArgumentError, match="fields"):
+        FTS5KeywordStore(path, fields=("title", "text"))
+
+
+def test_tables_prefix_keeps_two_stores_in_one_file_apart(tmp_path: Path) -> None:
+    path = tmp_path / "kw.sqlite"
+    with FTS5KeywordStore(path, table="one") as one, FTS5KeywordStore(path, table="two") as two:
+        one.add(["a"], ["apples"])
+        two.add(["b"], ["bananas"])
+        assert (one.count(), two.count()) == (1, 1)
+        assert one.search("bananas", 5) == []
+        assert ids_of(two.search("bananas", 5)) == ["b"]
+
+
+def test_index_and_query_agree_on_nfkc_and_diacritics() -> None:
+    store = FTS5KeywordStore()
+    store.add(["full", "ascii", "cafe", "lig"], ["ＦＴＳ５ ｆｕｌｌｗｉｄｔｈ", "fts5 plain", "Café crème", "ﬁnance"])
+    assert set(ids_of(store.search("fts5", 5))) == {"full", "ascii"}
+    assert set(ids_of(store.search("ＦＴＳ５", 5))) == {"full", "ascii"}
+    assert ids_of(store.search("cafe creme", 5)) == ["cafe"]
+    assert ids_of(store.search("CAFÉ", 5)) == ["cafe"]
+    assert ids_of(store.search("finance", 5)) == ["lig"], "NFKC turns the ligature ﬁ into fi"
+    # The original text is kept as written.
+    assert store.get(["full"])[0].text == "ＦＴＳ５ ｆｕｌｌｗｉｄｔｈ"
+
+
+def test_title_field_and_weights() -> None:
+    docs = (["t", "b"], ["about cooking", "sqlite sqlite tips"], [{"title": "SQLite"}, {"title": "Tips"}])
+    flat = FTS5KeywordStore(fields=("title", "text"))
+    flat.add(*docs)
+    heavy = FTS5KeywordStore(fields=("title", "text"), field_weights={"title": 10.0})
+    heavy.add(*docs)
+    assert ids_of(flat.search("sqlite", 5)) == ["b", "t"]
+    assert ids_of(heavy.search("sqlite", 5)) == ["t", "b"]
+    assert heavy.get(["t"])[0].metadata == {"title": "SQLite"}
+    with pytest.raises(InvalidTypeError, match="indexed field"):
+        heavy.add(["x"], ["text"], [{"title": 3}])
+    assert heavy.count() == 2
+
+
+def test_and_or_mode_puts_documents_with_every_term_first() -> None:
+    store = FTS5KeywordStore(mode="and_or")
+    texts = ["rare rare rare rare", "rare common", "common", "common one", "common two", "filler three"]
+    store.add([f"d{i}" for i in range(len(texts))], texts)
+    assert ids_of(store.search("rare common", 10))[:2] == ["d1", "d0"]
+    assert set(ids_of(store.search("rare common", 10))) == {"d0", "d1", "d2", "d3", "d4"}
+    plain = FTS5KeywordStore()
+    plain.add([f"d{i}" for i in range(len(texts))], texts)
+    assert ids_of(plain.search("rare common", 10))[0] == "d0", "OR ranks by BM25 alone"
+
+
+def _direct_bm25_ranking(store: FTS5KeywordStore, terms: list[str]) -> list[tuple[str, float]]:
+    """The plain OR query straight through sqlite3, without the store's zero-IDF pass."""
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = store._conn().execute(
+        "SELECT d.id, -bm25(rrf_fts) AS s FROM rrf_fts f JOIN rrf_docs d ON d.rowid = f.rowid "
+        "WHERE rrf_fts MATCH ? ORDER BY bm25(rrf_fts), f.rowid",
+        [match],
+    )
+    return [(i, s) for i, s in rows]
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5, 12, 40])
+def test_zero_idf_terms_skipped_without_changing_the_result(limit: int) -> None:
+    store = FTS5KeywordStore()
+    # "common" is in every document (bm25 IDF clamped to 1e-6), "usual" in 2/3, "rare" in three.
+    texts = [
+        "common usual" + (" rare" * (i % 3 + 1) if i < 3 else "") + (" usual" if i % 3 else "")
+        for i in range(30)
+    ]
+    store.add([f"d{i:02d}" for i in range(30)], texts)
+    informative, flat = store._split_by_idf(store._conn(), ["common", "usual", "rare"])
+    assert (informative, flat) == (["rare"], ["common", "usual"])
+    got = store.search("common usual rare", limit)
+    expected = _direct_bm25_ranking(store, ["common", "usual", "rare"])[:limit]
+    assert [h.id for h in got][:3] == [i for i, _ in expected][:3]
+    assert len(got) == len(expected)
+    assert {h.id for h in got} == {i for i, _ in expected} or limit < 30
+    assert [h.score for h in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+
+
+def test_the_fts_token_helper_asks_sqlite() -> None:
+    assert fts5_module._fts_token("configuring") == "configur"
+    assert fts5_module._fts_token("db") == "db"
+    assert fts5_module._fts_token("x" * 300) is None
+
+
+def test_a_failure_inside_the_transaction_rolls_everything_back(tmp_path: Path) -> None:
+    store = FTS5KeywordStore(tmp_path / "kw.sqlite")
+    store.add(["a", "b"], ["original alpha", "original beta"], [{"s": 1}, {"s": 2}])
+    # A real SQLite failure mid-batch: after "a" was deleted and re-inserted, the insert of "boom" aborts.
+    store._conn().execute(
+        "CREATE TRIGGER fail_on_boom BEFORE INSERT ON rrf_docs WHEN NEW.id = 'boom' "
+        "BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
+    )
+    with pytest.raises(StoreError, match="boom refused"):
+        store.add(["a", "boom"], ["replaced alpha", "boom text"], [{"s": 9}, {}])
+    assert store.count() == 2
+    assert store.get(["a"])[0].text == "original alpha"
+    assert ids_of(store.search("original", 5, filter={"s": 1})) == ["a"]
+    assert store.search("replaced", 5) == []
+    store.close()
+    reopened = FTS5KeywordStore(tmp_path / "kw.sqlite")
+    assert reopened.count() == 2
+    reopened.close()
+
+
+def test_a_locked_file_raises_store_locked_and_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "kw.sqlite"
+    store = FTS5KeywordStore(path, timeout=0.2)
+    store.add(["a"], ["kept document"])
+    # Another connection (as another process would) takes the write lock and keeps it.
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreLockedError, match="locked"):
+            store.add(["b"], ["waiting document"])
+        with pytest.raises(StoreLockedError):
+            store.delete(["a"])
+        # WAL: reads go on while another writer holds the lock.
+        assert ids_of(store.search("kept", 5)) == ["a"]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    store.add(["b"], ["waiting document"])
+    assert store.count() == 2
+    assert ids_of(store.search("document", 5)) == ["a", "b"]
+    store.close()
+
+
+def test_closed_store_refuses_use_and_bad_path_is_unavailable(tmp_path: Path) -> None:
+    store = FTS5KeywordStore()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.count()
+    with pytest.raises(StoreError):
+        FTS5KeywordStore(tmp_path / "no" / "such" / "dir" / "kw.sqlite")
+
+
+def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError):
+        FTS5KeywordStore(path)
+
+
+def test_filter_sql_binds_keys_and_values() -> None:
+    store = FTS5KeywordStore()
+    sql, params = store._scope_sql({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}, frozenset({"id'"}))
+    assert "DROP" not in sql and "my-key" not in sql and "id'" not in sql
+    assert "my-key" in params and "x'; DROP TABLE rrf_docs; --" in params
+    store.add(["a"], ["text"], [{"my-key": "x'; DROP TABLE rrf_docs; --"}])
+    assert ids_of(store.search("text", 5, filter={"my-key": "x'; DROP TABLE rrf_docs; --"})) == ["a"]
+    assert store.count() == 1
