@@ -388,3 +388,168 @@ def run_load(threads: int, queries_per_thread: int, seed: int, corpus_size: int 
 def is_our_error(exc: BaseException) -> bool:
     """True for an error of our documented hierarchy."""
     return isinstance(exc, RRFRetrieverError)
+
+
+# ---- fuzz -----------------------------------------------------------------------------------------------
+
+FUZZ_TARGETS = ("match_query", "fts5", "bm25", "search", "invoke", "retrieve")
+
+
+class FuzzState:
+    """The real stores and retriever the fuzz targets hit (built once), and the tally of outcomes."""
+
+    def __init__(self) -> None:
+        from rrf_retriever.retriever import EnsembleRRFRetriever
+
+        rng = random.Random(0)
+        corpus = scope_corpus(rng, 60, 4)
+        ids, texts, metas = [c[0] for c in corpus], [c[1] for c in corpus], [c[2] for c in corpus]
+        self.fts5 = FTS5KeywordStore(":memory:")
+        self.fts5.add(ids, texts, metas)
+        self.bm25 = BM25KeywordStore()
+        self.bm25.add(ids, texts, metas)
+        self.retriever = EnsembleRRFRetriever.from_texts(texts, HashingEmbedding(DIM), metadatas=metas, ids=ids,
+                                                         keyword="fts5")
+        self.outcomes: Counter[str] = Counter()
+        self.unexpected: list[str] = []
+
+    def record(self, target: str, call: Callable[[], Any], args: Any) -> None:
+        """Run one call; tally ok / our error; remember any other exception (the property's failure)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                call()
+            self.outcomes[f"{target}:ok"] += 1
+        except RRFRetrieverError as exc:
+            self.outcomes[f"{target}:{type(exc).__name__}"] += 1
+        except Exception as exc:  # noqa: BLE001 - this is what the fuzz hunts
+            self.unexpected.append(f"{target}: {type(exc).__name__}: {str(exc)[:200]} for {repr(args)[:300]}")
+
+    def close(self) -> None:
+        self.fts5.close()
+        self.retriever.engine.close()
+
+
+def fuzz_strategies() -> dict[str, Any]:
+    """Hypothesis strategies: hostile strings (NUL, lone surrogates, control chars, huge), junk filters, ids."""
+    from hypothesis import strategies as st
+
+    from tests.hostile import HOSTILE_QUERIES
+
+    any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
+    huge = st.builds(lambda word, n: (word + " ") * n, st.sampled_from([*WORDS, "x", "\x00", "\ud83d"]),
+                     st.sampled_from([1000, 20_000, 500_000]))
+    hostile_text = st.integers(0, 19).flatmap(lambda i: huge if i == 0 else st.one_of(
+        st.text(any_char, max_size=60),
+        st.sampled_from(HOSTILE_QUERIES),
+        st.lists(st.sampled_from([*WORDS, "\x00", "\ud800", "\udfff", "OR", "NEAR(", '"', "*", "\x1b[2J", "é"]),
+                 max_size=12).map(" ".join),
+    ))
+    junk = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.binary(max_size=8),
+                     st.text(any_char, max_size=10), st.lists(st.integers(), max_size=3), st.just(object()))
+    scalar = st.one_of(st.integers(-(2**70), 2**70), st.floats(), st.booleans(), st.text(any_char, max_size=12),
+                       st.none(), st.binary(max_size=4))
+    sane_value = st.one_of(st.integers(0, 4), st.sampled_from(["acme", "globex", "red"]), st.booleans())
+    sane_filter = st.dictionaries(st.sampled_from(["session_id", "tenant", "tags"]),
+                                  st.one_of(sane_value, st.lists(sane_value, max_size=4)), max_size=2)
+    wild_filter = st.dictionaries(
+        st.one_of(st.sampled_from(["session_id", "tenant", "tags", "x-y", "_k"]), st.text(any_char, max_size=12),
+                  st.integers()),
+        st.one_of(scalar, st.lists(scalar, max_size=4), st.dictionaries(st.text(max_size=3), scalar, max_size=2)),
+        max_size=3,
+    )
+    # Mostly sane arguments with one hostile part, so that calls get deep into the stores, not only the checks.
+    # (A plain one_of would not do: hypothesis flattens and de-duplicates its branches, so junk's eight
+    # branches would outvote everything else.)
+    def mostly(sane: Any, hostile: Any, sane_in_ten: int = 8) -> Any:
+        return st.integers(0, 9).flatmap(lambda i: sane if i < sane_in_ten else hostile)
+
+    filters = mostly(st.one_of(st.none(), sane_filter), st.one_of(wild_filter, junk), 7)
+    sane_ids = st.lists(st.sampled_from(["d1", "d2", "d3", "nope"]), max_size=4)
+    ids = mostly(st.one_of(st.none(), sane_ids),
+                 st.one_of(st.lists(st.one_of(st.text(any_char, max_size=12), st.integers(), st.none()), max_size=5),
+                           junk))
+    sane_weights = st.fixed_dictionaries({}, optional={"dense": st.floats(0, 3), "keyword": st.floats(0, 3)})
+    weights = mostly(st.one_of(st.none(), sane_weights), st.one_of(
+        st.dictionaries(st.one_of(st.sampled_from(["dense", "keyword", "bogus"]), st.text(max_size=4)),
+                        st.one_of(st.floats(), st.integers(-5, 10**12), st.booleans(), st.none(), st.text(max_size=3)),
+                        max_size=3),
+        junk,
+    ))
+    sane_k = st.integers(1, 30)
+    top_k = mostly(st.one_of(st.none(), sane_k),
+                   st.one_of(st.integers(-3, 0), st.sampled_from([10**4, 10**4 + 1, 10**9, 2**64]), junk))
+    query = mostly(hostile_text, junk, 9)
+    limit = mostly(sane_k, st.one_of(st.integers(-2, 0), st.sampled_from([10**5, 10**5 + 1, 10**9]), junk))
+    return {"text": hostile_text, "query": query, "filter": filters, "ids": ids, "weights": weights, "top_k": top_k,
+            "limit": limit}
+
+
+def run_fuzz(examples_per_target: int, seed: int = 0) -> dict[str, Any]:
+    """Run hypothesis over every fuzz target with ``examples_per_target`` examples each.
+
+    Returns:
+        ``{"inputs": total calls, "outcomes": {target:result: count}, "unexpected": [descriptions]}``.
+    """
+    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import strategies as st
+
+    from rrf_retriever.text import build_match_query
+
+    state = FuzzState()
+    s = fuzz_strategies()
+    opts = settings(max_examples=examples_per_target, deadline=None, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+    @hseed(seed)
+    @opts
+    @given(text=s["query"])
+    def match_query(text: Any) -> None:
+        state.record("match_query", lambda: build_match_query(text, state.fts5.analyzer), text)
+
+    @hseed(seed)
+    @opts
+    @given(text=s["query"], limit=s["limit"], flt=s["filter"], excl=s["ids"])
+    def fts5(text: Any, limit: Any, flt: Any, excl: Any) -> None:
+        state.record("fts5", lambda: state.fts5.search(text, limit, flt, excl), (text, limit, flt, excl))
+
+    @hseed(seed)
+    @opts
+    @given(text=s["query"], limit=s["limit"], flt=s["filter"], excl=s["ids"])
+    def bm25(text: Any, limit: Any, flt: Any, excl: Any) -> None:
+        state.record("bm25", lambda: state.bm25.search(text, limit, flt, excl), (text, limit, flt, excl))
+
+    @hseed(seed)
+    @opts
+    @given(text=s["query"], top_k=s["top_k"], flt=s["filter"], excl=s["ids"], weights=s["weights"])
+    def search(text: Any, top_k: Any, flt: Any, excl: Any, weights: Any) -> None:
+        args = (text, top_k, flt, excl, weights)
+        state.record("search", lambda: state.retriever.search(text, top_k=top_k, filter=flt, exclude_ids=excl,
+                                                              weights=weights), args)
+
+    @hseed(seed)
+    @opts
+    @given(text=s["query"], top_k=s["top_k"], flt=s["filter"], excl=s["ids"], weights=s["weights"],
+           extra=st.integers(0, 9).flatmap(lambda i: st.just({}) if i < 8 else st.dictionaries(
+               st.sampled_from(["rrf_k", "fetch_k", "nonsense", "k"]), s["top_k"], min_size=1, max_size=1)))
+    def invoke(text: Any, top_k: Any, flt: Any, excl: Any, weights: Any, extra: Any) -> None:
+        args = (text, top_k, flt, excl, weights, extra)
+        state.record("invoke", lambda: state.retriever.invoke(text, top_k=top_k, filter=flt, exclude_ids=excl,
+                                                              weights=weights, **extra), args)
+
+    @hseed(seed)
+    @opts
+    @given(text=s["text"], top_k=s["top_k"], flt=s["filter"], excl=s["ids"], weights=s["weights"])
+    def retrieve(text: Any, top_k: Any, flt: Any, excl: Any, weights: Any) -> None:
+        def call() -> Any:
+            return state.retriever.scoped(top_k=top_k, filter=flt, exclude_ids=excl, weights=weights).retrieve(text)
+
+        state.record("retrieve", call, (text, top_k, flt, excl, weights))
+
+    try:
+        for target in (match_query, fts5, bm25, search, invoke, retrieve):
+            target()
+    finally:
+        state.close()
+    return {"inputs": sum(state.outcomes.values()) + len(state.unexpected), "outcomes": dict(state.outcomes),
+            "unexpected": state.unexpected}
