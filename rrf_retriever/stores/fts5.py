@@ -233,6 +233,9 @@ class FTS5KeywordStore(AsyncStoreMixin):
         self._connections_lock = threading.Lock()
         self._closed = False
         self._shared: sqlite3.Connection | None = None
+        # Document-frequency cache per connection id: ((generation, data_version), {fts token: df}).
+        self._generation = 0
+        self._df_cache: dict[int, tuple[tuple[int, int], dict[str, int]]] = {}
         t = table
         self._docs, self._fts, self._scope, self._meta, self._vocab = (
             f"{t}_docs", f"{t}_fts", f"{t}_scope", f"{t}_meta", f"{t}_vocab"
@@ -295,6 +298,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
             try:
                 yield conn
                 conn.execute("COMMIT")
+                self._generation += 1
             except BaseException as exc:
                 try:
                     conn.execute("ROLLBACK")
@@ -621,11 +625,26 @@ class FTS5KeywordStore(AsyncStoreMixin):
         return informative, flat
 
     def _doc_freq(self, conn: sqlite3.Connection, term: str) -> int:
+        """Document frequency of ``term`` in the index, cached until the data changes.
+
+        fts5vocab counts a term's documents by walking its whole doclist (several ms for a term in most of
+        100k documents), and the frequent terms are the ones queries repeat: the cache is per connection and
+        is dropped when this store writes (``_generation``) or another connection commits (``data_version``).
+        """
         stem = self._fts_stem(term)
         if stem is None:
             return 0
-        row = conn.execute(f"SELECT doc FROM {self._vocab} WHERE term = ?", (stem,)).fetchone()
-        return int(row[0]) if row else 0
+        version = (self._generation, conn.execute("PRAGMA data_version").fetchone()[0])
+        cache = self._df_cache.get(id(conn))
+        if cache is None or cache[0] != version or len(cache[1]) > 100_000:
+            cache = (version, {})
+            self._df_cache[id(conn)] = cache
+        df = cache[1].get(stem)
+        if df is None:
+            row = conn.execute(f"SELECT doc FROM {self._vocab} WHERE term = ?", (stem,)).fetchone()
+            df = int(row[0]) if row else 0
+            cache[1][stem] = df
+        return df
 
     @staticmethod
     def _fts_stem(term: str) -> str | None:

@@ -223,3 +223,22 @@ def test_filter_sql_binds_keys_and_values() -> None:
     store.add(["a"], ["text"], [{"my-key": "x'; DROP TABLE rrf_docs; --"}])
     assert ids_of(store.search("text", 5, filter={"my-key": "x'; DROP TABLE rrf_docs; --"})) == ["a"]
     assert store.count() == 1
+
+
+def test_document_frequency_cache_follows_writes_from_other_connections(tmp_path: Path) -> None:
+    path = tmp_path / "kw.sqlite"
+    reader = FTS5KeywordStore(path)
+    writer = FTS5KeywordStore(path)
+    writer.add([f"c{i}" for i in range(10)], ["common filler"] * 9 + ["common rare"])
+    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["rare"], ["common"])
+    # Another connection makes "rare" frequent and "common" rare: the reader must see it at once.
+    writer.add([f"r{i}" for i in range(30)], ["rare words"] * 30)
+    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["common"], ["rare"])
+    got = reader.search("common rare", 15)
+    expected = _direct_bm25_ranking(reader, ["common", "rare"])[:15]
+    assert [h.score for h in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    # And its own writes too.
+    reader.delete([f"r{i}" for i in range(30)])
+    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["rare"], ["common"])
+    reader.close()
+    writer.close()
