@@ -835,10 +835,14 @@ class HybridEngine:
                     else:
                         leg.store.add(id_list, text_list, meta_list)  # type: ignore[attr-defined]
                 except Exception as exc:
-                    self._restore(done, id_list, before)  # raises (entry kept: recover() redoes it) if it fails
+                    # A failed rollback raises and keeps the journal entry: recover() then completes the batch.
+                    self._restore(done, id_list, before)
+                    self._undo_partial(name, leg, id_list, before)
                     self._journal_clear(seq)
-                    msg = f"adding {len(id_list)} document(s) failed in store {name!r}; the other stores were rolled back"
-                    raise StoreError(msg) from exc
+                    msg = (f"adding {len(id_list)} document(s) failed in store {name!r}; the other stores were rolled "
+                           f"back: {exc}")
+                    # Keep the store's own class (StoreLockedError: retry later), else the generic StoreError.
+                    raise (type(exc) if isinstance(exc, StoreError) else StoreError)(msg) from exc
                 done.append((name, leg))
             self._journal_clear(seq)
         return id_list
@@ -861,9 +865,10 @@ class HybridEngine:
                     leg.store.delete(id_list)  # type: ignore[attr-defined]
                 except Exception as exc:
                     self._restore(done, id_list, before)
+                    self._undo_partial(name, leg, id_list, before)
                     self._journal_clear(seq)
-                    msg = f"deleting failed in store {name!r}; the other stores were restored"
-                    raise StoreError(msg) from exc
+                    msg = f"deleting failed in store {name!r}; the other stores were restored: {exc}"
+                    raise (type(exc) if isinstance(exc, StoreError) else StoreError)(msg) from exc
                 done.append((name, leg))
             self._journal_clear(seq)
 
@@ -968,6 +973,17 @@ class HybridEngine:
             store: Any = leg.store  # type: ignore[attr-defined]
             before[name] = store.get(ids, with_vectors=True) if isinstance(leg, DenseLeg) else store.get(ids)
         return before
+
+    def _undo_partial(self, name: str, leg: Leg, ids: list[str], before: Mapping[str, list[Record]]) -> None:
+        """The store that failed may have written part of the batch (Qdrant upserts in chunks): undo that."""
+        try:
+            now = self._snapshot([(name, leg)], ids)[name]
+        except Exception:  # noqa: BLE001 - it cannot even be read: it failed before writing anything we can see
+            return
+        def view(records: list[Record]) -> list[tuple[str, str, dict[str, Any]]]:
+            return [(r.id, r.text, dict(r.metadata)) for r in records]
+        if view(now) != view(before[name]):
+            self._restore([(name, leg)], ids, before)
 
     @staticmethod
     def _restore(done: list[tuple[str, Leg]], ids: list[str], before: Mapping[str, list[Record]]) -> None:
