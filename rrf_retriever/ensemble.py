@@ -408,6 +408,9 @@ class HybridEngine:
                 msg = f"source names must be non-empty strings, got {name!r}"
                 raise InvalidTypeError(msg)
         self._legs: dict[str, Leg] = {name: as_leg(name, src) for name, src in sources.items()}
+        if weights is not None and not isinstance(weights, Mapping):
+            msg = f"weights must be a mapping of source name to weight, not {type(weights).__name__}"
+            raise InvalidTypeError(msg)
         weights = dict(weights or {})
         unknown = sorted(set(weights) - set(self._legs))
         if unknown:

@@ -280,7 +280,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         if not legs:
             msg = "EnsembleRRFRetriever needs at least one source: dense=, keyword= or sources={...}"
             raise InvalidArgumentError(msg)
-        merged = dict(weights or {})
+        merged = dict(_check_weights(weights) or {})
         for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
             if value is not None:
                 if name not in legs:
@@ -411,7 +411,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         """
         if "k" in changes:
             changes["top_k"] = _resolve_top_k(changes.pop("top_k", None), changes.pop("k"))
-        weights = dict(changes.pop("weights", None) or {})
+        weights = dict(_check_weights(changes.pop("weights", None)) or {})
         for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
             if value is not None:
                 weights[name] = value
@@ -487,6 +487,13 @@ def _resolve_top_k(top_k: int | None, k: int | None) -> int | None:
         raise InvalidArgumentError(msg)
     value = top_k if top_k is not None else k
     return None if value is None else check_top_k(value)
+
+
+def _check_weights(weights: Any) -> Mapping[str, float] | None:
+    if weights is not None and not isinstance(weights, Mapping):
+        msg = f"weights must be a mapping of source name to weight, not {type(weights).__name__}"
+        raise InvalidTypeError(msg)
+    return weights
 
 
 def _check_search_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
