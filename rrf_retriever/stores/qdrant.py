@@ -1,9 +1,9 @@
-"""Dense stores on Qdrant: :class:`QdrantDenseStore` (qdrant-client) and :class:`QdrantEdgeDenseStore` (qdrant-edge).
+"""Dense stores on Qdrant: :class:`QdrantDenseStore` (qdrant-client), :class:`QdrantEdgeDenseStore` (qdrant-edge).
 
 Both implement :class:`~rrf_retriever.stores.base.DenseStore`: cosine similarity (higher is better), the scope
 (filter + ``exclude_ids``) applied inside Qdrant's search, before its top-k.
 
-Layout (compatible with langchain-qdrant's ``QdrantVectorStore`` defaults, so either can read the other's data):
+Layout (langchain-qdrant's ``QdrantVectorStore`` defaults, so either can read what the other wrote):
 
 * one unnamed dense vector, cosine distance, created on the first ``add`` with the vectors' dimension;
 * payload ``{"page_content": text, "metadata": {...}, "doc_id": id}``;
@@ -15,7 +15,7 @@ Layout (compatible with langchain-qdrant's ``QdrantVectorStore`` defaults, so ei
 Filter semantics match :func:`rrf_retriever.types.matches_filter`: ``{"k": v}`` becomes
 ``FieldCondition(key="metadata.k", match=MatchValue(v))``, a list ``MatchAny`` (split by type: Qdrant's
 ``MatchAny`` holds strings or integers, never booleans, so booleans become ``MatchValue`` alternatives in a
-nested ``should``). Qdrant keeps JSON types apart: ``True`` never matches ``1`` and ``1`` never matches ``True``,
+nested ``should``). Qdrant keeps JSON types apart: ``True`` never matches ``1``, ``1`` never matches ``True``,
 as in ``matches_filter``; a metadata list matches when any element does. One difference: a float metadata
 value such as ``1.0`` does not match the integer filter value ``1`` in Qdrant (it does in ``matches_filter``);
 store integral values as ints.
@@ -27,7 +27,8 @@ Example:
     >>> from rrf_retriever.embeddings import HashingEmbedding
     >>> store = QdrantDenseStore(HashingEmbedding(dim=16))  # doctest: +SKIP
     >>> store.add(["a", "b"], ["red apples", "blue sky"], [{"lang": "en"}, {"lang": "fr"}])  # doctest: +SKIP
-    >>> [h.id for h in store.search(store.embedding.embed_query("apples"), 5, filter={"lang": "en"})]  # doctest: +SKIP
+    >>> query = store.embedding.embed_query("apples")  # doctest: +SKIP
+    >>> [h.id for h in store.search(query, 5, filter={"lang": "en"})]  # doctest: +SKIP
     ['a']
 """
 
@@ -59,7 +60,13 @@ from rrf_retriever.errors import (
     StoreUnavailableError,
     missing_dependency,
 )
-from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch, validate_vectors
+from rrf_retriever.stores.base import (
+    AsyncStoreMixin,
+    check_limit,
+    normalize_scope,
+    validate_batch,
+    validate_vectors,
+)
 from rrf_retriever.types import FilterSpec, FilterValue, Hit, NormalizedFilter, Record, check_id
 
 __all__ = ["DOC_ID_KEY", "ID_NAMESPACE", "QdrantDenseStore", "QdrantEdgeDenseStore", "point_id"]
@@ -183,7 +190,9 @@ class _QdrantBase(AsyncStoreMixin):
             vector_list = self.embedding.embed_documents(text_list) if text_list else []
         else:
             vector_list = _as_vector_lists(vectors)
-        dim = validate_vectors(vector_list, len(id_list), self._dimension) if id_list else (self._dimension or 0)
+        dim = self._dimension or 0
+        if id_list:
+            dim = validate_vectors(vector_list, len(id_list), self._dimension)
         payloads = [
             {CONTENT_KEY: text, METADATA_KEY: meta, DOC_ID_KEY: doc_id}
             for doc_id, text, meta in zip(id_list, text_list, meta_list)
@@ -403,9 +412,11 @@ class QdrantDenseStore(_QdrantBase):
             alternatives: list[Any] = []
             for group in (strs, ints):
                 if len(group) == 1:
-                    alternatives.append(models.FieldCondition(key=field_key, match=models.MatchValue(value=group[0])))
+                    match: Any = models.MatchValue(value=group[0])
+                    alternatives.append(models.FieldCondition(key=field_key, match=match))
                 elif group:
-                    alternatives.append(models.FieldCondition(key=field_key, match=models.MatchAny(any=group)))
+                    match = models.MatchAny(any=group)
+                    alternatives.append(models.FieldCondition(key=field_key, match=match))
             alternatives.extend(
                 models.FieldCondition(key=field_key, match=models.MatchValue(value=b)) for b in bools
             )
@@ -433,7 +444,9 @@ class QdrantDenseStore(_QdrantBase):
                 self._indexed.add(tag)
 
     # -- writes ------------------------------------------------------------------------------------
-    def _points(self, pids: list[str], payloads: list[dict[str, Any]], vectors: list[list[float]]) -> list[Any]:
+    def _points(
+        self, pids: list[str], payloads: list[dict[str, Any]], vectors: list[list[float]]
+    ) -> list[Any]:
         models = self._models
         return [models.PointStruct(id=p, vector=v, payload=pl) for p, v, pl in zip(pids, vectors, payloads)]
 
@@ -575,7 +588,7 @@ class QdrantDenseStore(_QdrantBase):
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         vectors: Sequence[Sequence[float]] | None = None,
     ) -> None:
-        """Async :meth:`add` (native with ``async_client``; the embedding runs through ``aembed_documents``)."""
+        """Async :meth:`add` (native with ``async_client``; texts embedded by ``aembed_documents``)."""
         if self.async_client is None:
             return await super().aadd(ids, texts, metadatas, vectors)
         if vectors is None:
@@ -781,7 +794,8 @@ class QdrantEdgeDenseStore(_QdrantBase):
         with contextlib.suppress(Exception):  # indexes already built persist with the shard
             for field, info in self._shard.info().payload_schema.items():
                 if field.startswith(f"{METADATA_KEY}."):
-                    self._indexed.add((field[len(METADATA_KEY) + 1 :], str(info.data_type).rsplit(".", 1)[-1]))
+                    key = field[len(METADATA_KEY) + 1 :]
+                    self._indexed.add((key, str(info.data_type).rsplit(".", 1)[-1]))
 
     def _create(self, dim: int) -> None:
         qe = self._qe
@@ -796,7 +810,8 @@ class QdrantEdgeDenseStore(_QdrantBase):
             raise StoreError(msg) from exc
         meta_file = self.path / _META_FILE
         tmp = meta_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": _META_FORMAT, "dimension": dim, "distance": "cosine"}), encoding="utf-8")
+        meta = {"format": _META_FORMAT, "dimension": dim, "distance": "cosine"}
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp, meta_file)
         self._dimension = dim
 
@@ -894,7 +909,8 @@ class QdrantEdgeDenseStore(_QdrantBase):
         schema_type = self._qe.PayloadSchemaType
         for key, values in flt.items():
             strs, ints, bools = _split_values(values)
-            for present, schema in ((strs, schema_type.Keyword), (ints, schema_type.Integer), (bools, schema_type.Bool)):
+            groups = ((strs, schema_type.Keyword), (ints, schema_type.Integer), (bools, schema_type.Bool))
+            for present, schema in groups:
                 tag = (key, str(schema).rsplit(".", 1)[-1])
                 if not present or tag in self._indexed:
                     continue
