@@ -432,6 +432,7 @@ class HybridEngine:
         self._links_key = links_key
         self._expand_limit = None if expand_limit is None else check_top_k(expand_limit, "expand_limit")
         self._write_lock = threading.RLock()
+        self._settings_lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._journal = open_journal(journal)
@@ -464,11 +465,14 @@ class HybridEngine:
         if unknown:
             msg = f"unknown setting(s) {unknown}; settable: {sorted(allowed)}"
             raise InvalidArgumentError(msg)
-        current = self._settings
-        if "weights" in changes:
-            changes["weights"] = current.with_weights(changes["weights"])
-        new = replace(current, **changes)  # __post_init__ validates
-        self._settings = new  # one reference assignment: atomic for readers
+        # Writers are serialised so two concurrent updates of different fields both land; readers take no lock:
+        # they read one reference, the snapshot, and keep it for the whole query.
+        with self._settings_lock:
+            current = self._settings
+            if "weights" in changes:
+                changes["weights"] = current.with_weights(changes["weights"])
+            new = replace(current, **changes)  # __post_init__ validates
+            self._settings = new  # one reference assignment: atomic for readers
         logger.debug("rrf_retriever settings updated: %s", new.to_dict())
         return new
 

@@ -548,3 +548,26 @@ def test_warnings_are_not_emitted_on_healthy_queries() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         engine.search("password")
+
+
+def test_concurrent_updates_of_different_fields_all_land() -> None:
+    engine = HybridEngine({"a": RecordingLeg(), "b": RecordingLeg()})
+    barrier = threading.Barrier(8)
+
+    def set_top_k(n: int) -> None:
+        barrier.wait()
+        for _ in range(50):
+            engine.update_settings(top_k=n)
+
+    def set_weight(w: float) -> None:
+        barrier.wait()
+        for _ in range(50):
+            engine.update_settings(weights={"b": w})
+
+    threads = [threading.Thread(target=set_top_k, args=(7,)) for _ in range(4)]
+    threads += [threading.Thread(target=set_weight, args=(0.25,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert engine.settings.top_k == 7 and engine.settings.weights["b"] == 0.25
