@@ -219,7 +219,7 @@ def test_filter_sql_binds_keys_and_values() -> None:
     store = FTS5KeywordStore()
     sql, params = store._scope_sql({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}, frozenset({"id'"}))
     assert "DROP" not in sql and "my-key" not in sql and "id'" not in sql
-    assert "my-key" in params and "x'; DROP TABLE rrf_docs; --" in params
+    assert "my-key" in params and any("DROP TABLE" in str(p) for p in params)
     store.add(["a"], ["text"], [{"my-key": "x'; DROP TABLE rrf_docs; --"}])
     assert ids_of(store.search("text", 5, filter={"my-key": "x'; DROP TABLE rrf_docs; --"})) == ["a"]
     assert store.count() == 1
@@ -242,3 +242,12 @@ def test_document_frequency_cache_follows_writes_from_other_connections(tmp_path
     assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["rare"], ["common"])
     reader.close()
     writer.close()
+
+
+def test_scopes_larger_than_sqlites_variable_limit() -> None:
+    store = FTS5KeywordStore()
+    store.add([f"d{i}" for i in range(50)], [f"shared word {i}" for i in range(50)], [{"s": i} for i in range(50)])
+    excluded = [f"d{i}" for i in range(49)] + [f"ghost{i}" for i in range(40_000)]
+    assert ids_of(store.search("shared", 10, exclude_ids=excluded)) == ["d49"]
+    hits = store.search("shared", 10, filter={"s": list(range(10_000))[::-1]}, exclude_ids=excluded)
+    assert ids_of(hits) == ["d49"]
