@@ -1,0 +1,90 @@
+"""Reliability soak: fuzz, scope isolation, SIGKILL crash safety and load, at the long profile.
+
+Runs the same workloads as tests/reliability (tests/reliability/harness.py) with more inputs, prints figures and
+writes benchmarks/results/soak_<profile>.json.
+
+    .venv/bin/python benchmarks/soak.py --quick   # a few minutes
+    .venv/bin/python benchmarks/soak.py --full    # >= 10,000 fuzz inputs, 4,000 scoped queries, 20 kills, 8x500 load
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.reliability.harness import run_crash_safety, run_fuzz, run_load, run_scope_isolation  # noqa: E402
+
+PROFILES = {
+    "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100},
+    "full": {"fuzz_per_target": 1700, "scope_queries": 4000, "kills": 20, "threads": 8, "queries_per_thread": 500},
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--quick", action="store_true", help="the short profile (default)")
+    group.add_argument("--full", action="store_true", help="the long profile")
+    parser.add_argument("--seed", type=int, default=2024)
+    args = parser.parse_args()
+    profile = "full" if args.full else "quick"
+    p = PROFILES[profile]
+    figures: dict[str, object] = {"profile": profile, "seed": args.seed, **p}
+    failed = False
+
+    t0 = time.perf_counter()
+    fuzz = run_fuzz(p["fuzz_per_target"], seed=args.seed)
+    ok = sum(v for k, v in fuzz["outcomes"].items() if k.endswith(":ok"))
+    print(f"fuzz: {fuzz['inputs']} inputs over 6 targets, {ok} answered, {fuzz['inputs'] - ok - len(fuzz['unexpected'])}"
+          f" refused with our errors, {len(fuzz['unexpected'])} foreign exceptions ({time.perf_counter() - t0:.0f} s)")
+    for line in fuzz["unexpected"][:10]:
+        print("   ", line)
+    figures["fuzz"] = {"inputs": fuzz["inputs"], "answered": ok, "foreign_exceptions": len(fuzz["unexpected"]),
+                       "outcomes": fuzz["outcomes"], "examples": fuzz["unexpected"][:20],
+                       "seconds": round(time.perf_counter() - t0, 1)}
+    failed |= bool(fuzz["unexpected"])
+
+    t0 = time.perf_counter()
+    scope = run_scope_isolation(p["scope_queries"], seed=args.seed)
+    print(f"scope isolation: {scope['queries']} scoped queries, {scope['hits_checked']} hits checked, "
+          f"{scope['nonempty']} non-empty, {len(scope['leaks'])} leaks ({time.perf_counter() - t0:.0f} s)")
+    for line in scope["leaks"][:10]:
+        print("   ", line)
+    figures["scope"] = {k: (len(v) if k == "leaks" else v) for k, v in scope.items()}
+    figures["scope"]["seconds"] = round(time.perf_counter() - t0, 1)  # type: ignore[index]
+    failed |= bool(scope["leaks"])
+
+    crash = run_crash_safety(p["kills"], seed=args.seed, max_docs=5000, max_delay=3.0)
+    print(f"crash safety: {crash['kills']} SIGKILLs ({crash['killed_while_writing']} while writing), "
+          f"{crash['pending_batches_redone']} interrupted batches redone by the journal, {crash['documents']} documents"
+          f" at the end, {len(crash['problems'])} problems ({crash['seconds']:.0f} s)")
+    for line in crash["problems"][:10]:
+        print("   ", line)
+    figures["crash"] = {k: (len(v) if k == "problems" else v) for k, v in crash.items()}
+    failed |= bool(crash["problems"])
+
+    load = run_load(p["threads"], p["queries_per_thread"], seed=args.seed)
+    print(f"load: {load['threads'] if 'threads' in load else p['threads']} threads x {p['queries_per_thread']} = "
+          f"{load['queries']} queries with {load['updates']} settings swaps and {load['writes']} writes alongside: "
+          f"{len(load['errors'])} errors, {len(load['inconsistent'])} inconsistent responses, "
+          f"{load['qps']:.0f} queries/s ({load['seconds']:.1f} s)")
+    for line in (load["errors"] + load["inconsistent"])[:10]:
+        print("   ", line)
+    figures["load"] = {k: (len(v) if isinstance(v, list) else v) for k, v in load.items()}
+    failed |= bool(load["errors"] or load["inconsistent"])
+
+    out = REPO / "benchmarks" / "results" / f"soak_{profile}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"{'FAILED' if failed else 'OK'}; figures in {out.relative_to(REPO)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
