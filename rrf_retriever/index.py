@@ -48,6 +48,8 @@ __all__ = [
 MANIFEST_FILE = "rrf-index.json"
 KEYWORD_FILE = "keyword.sqlite3"
 QDRANT_DIR = "qdrant"
+#: The engine's write-ahead journal: a batch interrupted by a crash is redone in both stores on the next open.
+JOURNAL_FILE = "journal.sqlite3"
 DEFAULT_COLLECTION = "rrf_retriever"
 FORMAT_VERSION = 1
 _REQUIRED_KEYS = ("format", "embedder", "collection", "created", "doc_count")
@@ -124,7 +126,7 @@ def _build_engine(root: Path, embedder: str, collection: str, **settings: Any) -
     except BaseException:
         keyword.close()
         raise
-    return HybridEngine({"dense": dense, "keyword": keyword}, **settings)
+    return HybridEngine({"dense": dense, "keyword": keyword}, journal=root / JOURNAL_FILE, **settings)
 
 
 def create_index(

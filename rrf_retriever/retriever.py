@@ -35,6 +35,7 @@ from typing import Any
 
 from rrf_retriever.ensemble import FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
+from rrf_retriever.index import JOURNAL_FILE, KEYWORD_FILE, QDRANT_DIR
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
 
 try:
@@ -196,6 +197,8 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         on_error: ``"degrade"`` (default: a failing leg is dropped, a warning says so) or ``"raise"``.
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.
         search_kwargs: Per-instance search defaults: ``top_k``/``k``, ``filter``, ``exclude_ids``, ``weights``.
+        journal: A write-ahead journal (path or :class:`~rrf_retriever.journal.Journal`) that makes multi-store
+            writes crash-safe: an interrupted batch is redone in every store when the retriever is built again.
         id_key: Metadata key holding ids for LangChain retrievers used as sources without ``Document.id``.
         engine: An existing :class:`~rrf_retriever.ensemble.HybridEngine` to wrap instead.
 
@@ -234,6 +237,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         search_kwargs: Mapping[str, Any] | None = None,
         id_key: str | None = None,
         engine: HybridEngine | None = None,
+        journal: Any = None,
         callback_manager: Any = None,
         object_map: dict[str, Any] | None = None,
         verbose: bool = False,
@@ -244,7 +248,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
             engine = self._build_engine(
                 dense, keyword, sources, weights, semantic_weight, keyword_weight, id_key,
                 rrf_k=rrf_k, top_k=10 if top_k is None else top_k, fetch_k=fetch_k, leg_timeout=leg_timeout,
-                on_error=on_error, fusion=fusion, expand=expand, links_key=links_key,
+                on_error=on_error, fusion=fusion, expand=expand, links_key=links_key, journal=journal,
             )
         elif not isinstance(engine, HybridEngine):
             msg = f"engine must be a HybridEngine, not {type(engine).__name__}"
@@ -314,10 +318,14 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
             ids: One id per text (default: random UUIDs, as LangChain's vector stores do).
             keyword: ``"fts5"`` (default, SQLite FTS5), ``"bm25"`` (in memory) or a keyword store.
             dense: ``"qdrant"`` (default, qdrant-client embedded), ``"qdrant-edge"`` or a dense store.
-            path: A folder for persistent stores (``keyword.sqlite3`` and ``qdrant/``); None keeps all in memory.
+            path: A folder for persistent stores (``keyword.sqlite3``, ``qdrant/`` and the write-ahead journal
+                ``journal.sqlite3``: the layout of a CLI index directory); None keeps all in memory.
             collection_name: The Qdrant collection name.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
+        if path is not None and "journal" not in kwargs:
+            Path(path).mkdir(parents=True, exist_ok=True)
+            kwargs["journal"] = Path(path) / JOURNAL_FILE
         retriever = cls(
             dense=_make_dense(dense, embedding, path, collection_name),
             keyword=_make_keyword(keyword, path),
@@ -513,7 +521,7 @@ def _make_keyword(keyword: str | Any, path: str | Path | None) -> Any:
         if path is None:
             return FTS5KeywordStore(":memory:")
         Path(path).mkdir(parents=True, exist_ok=True)
-        return FTS5KeywordStore(str(Path(path) / "keyword.sqlite3"))
+        return FTS5KeywordStore(str(Path(path) / KEYWORD_FILE))
     if keyword == "bm25":
         from rrf_retriever.stores.bm25 import BM25KeywordStore
 
@@ -530,7 +538,7 @@ def _make_dense(dense: str | Any, embedding: Any, path: str | Path | None, colle
     if dense == "qdrant":
         if path is None:
             return QdrantDenseStore(embedding, location=":memory:", collection_name=collection_name)
-        return QdrantDenseStore(embedding, path=str(Path(path) / "qdrant"), collection_name=collection_name)
+        return QdrantDenseStore(embedding, path=str(Path(path) / QDRANT_DIR), collection_name=collection_name)
     if dense == "qdrant-edge":
         if path is None:
             msg = "dense='qdrant-edge' needs a path (it persists to a folder)"

@@ -112,3 +112,18 @@ def test_wrapping_an_existing_engine() -> None:
     assert r.engine is engine and engine.settings.top_k == 4
     with pytest.raises(InvalidTypeError):
         EnsembleRRFRetriever(engine="nope")  # type: ignore[arg-type]
+
+
+def test_a_persistent_retriever_keeps_a_journal_and_redoes_interrupted_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = EnsembleRRFRetriever.from_texts(["alpha rockets"], HashingEmbedding(16), ids=["a"], path=tmp_path)
+    journal = r.engine.journal
+    assert journal is not None and (tmp_path / "journal.sqlite3").is_file()
+    # A batch recorded but never written (the process died between the journal and the stores) ...
+    journal.begin("add", ["b"], ["beta rockets"], [{}], {"dense": HashingEmbedding(16).embed_documents(["beta rockets"])})
+    for leg in r.engine.legs.values():
+        leg.store.close()
+    journal.close()
+    # ... is completed in every store when the retriever is built again.
+    reopened = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path)
+    assert reopened.engine.count() == {"dense": 2, "keyword": 2}
+    assert reopened.engine.journal.pending() == []
