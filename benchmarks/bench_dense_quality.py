@@ -82,9 +82,12 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", default=["edge", "qdrant"], choices=["edge", "qdrant"])
     args = parser.parse_args()
     model = MiniLMEmbedding(show_progress=True)
-    results = {name: run_dataset(name, args.stores, model) for name in args.datasets}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dense_quality.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    target = RESULTS / "dense_quality.json"
+    results = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}  # keep other datasets
+    for name in args.datasets:
+        results[name] = run_dataset(name, args.stores, model)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(json.dumps(results, indent=2))
 
 
