@@ -159,8 +159,11 @@ def main() -> None:
 
 
 def _save(results: dict[str, Any]) -> None:
+    target = RESULTS / "dense_latency.json"
+    merged = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}  # keep other sizes
+    merged.update(results)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dense_latency.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    target.write_text(json.dumps(merged, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
