@@ -199,17 +199,30 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def memory_of(name: str, size: str) -> dict[str, float]:
-    """Run in a fresh subprocess: build one system, report build seconds and peak-RSS growth."""
+    """Run in a fresh subprocess: build one system, report build seconds and memory growth.
+
+    ``rss_mb``: resident memory after the build minus before it (what the index keeps). ``peak_mb``: growth of
+    the process's peak RSS during the build, over the peak already reached while generating the corpus (0 when
+    the build never rose above that; then ``rss_mb`` is the figure to read).
+    """
+    import psutil
+
     c = corpus(size, 5)
     gc.collect()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    proc = psutil.Process()
+    rss_before = proc.memory_info().rss
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         _, handle = build(name, c, Path(tmp))
         build_s = time.perf_counter() - t0
+        gc.collect()
+        rss_after = proc.memory_info().rss
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        disk = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
         del handle
-    return {"build_s": round(build_s, 2), "peak_mb": round((peak - before) / 1024, 1)}
+    return {"build_s": round(build_s, 2), "rss_mb": round((rss_after - rss_before) / 2**20, 1),
+            "peak_mb": round((peak - peak_before) / 1024, 1), "disk_mb": round(disk / 2**20, 1)}
 
 
 def measure_size(size: str, n_queries: int, n_slow: int, systems: list[str], memory: bool) -> dict[str, Any]:

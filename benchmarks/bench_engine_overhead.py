@@ -1,0 +1,64 @@
+"""The engine's own cost per hybrid query: HybridEngine.search over two instant legs (20 fixed hits each).
+
+Usage:
+    .venv/bin/python benchmarks/bench_engine_overhead.py
+
+What remains is the engine: settings snapshot, planning, the thread-pool handoff of both legs, weighted RRF over
+2 x 20 hits, the trace. Compare with ``weighted_rrf`` alone over the same hits. Prints p50 in ms.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rrf_retriever.embeddings import CallableEmbedding  # noqa: E402
+from rrf_retriever.ensemble import HybridEngine, Leg  # noqa: E402
+from rrf_retriever.fusion import weighted_rrf  # noqa: E402
+from rrf_retriever.types import Hit  # noqa: E402
+
+HITS = [Hit(f"d{i}", "", {}, 1.0 - i / 20) for i in range(20)]
+
+
+class InstantKeywordLeg(Leg):
+    kind = "keyword"
+
+    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return HITS
+
+
+class InstantDenseStore:
+    def __init__(self) -> None:
+        self.embedding = CallableEmbedding(lambda texts: [[1.0, 0.0] for _ in texts])
+
+    def search(self, vector, limit, filter=None, exclude_ids=None):  # type: ignore[no-untyped-def]  # noqa: A002
+        return HITS
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def main() -> None:
+    engine = HybridEngine({"dense": InstantDenseStore(), "keyword": InstantKeywordLeg()}, top_k=10)
+    for _ in range(200):
+        engine.search("hello world")
+    total = []
+    for _ in range(3000):
+        t0 = time.perf_counter()
+        engine.search("hello world")
+        total.append((time.perf_counter() - t0) * 1000)
+    fusion = []
+    for _ in range(3000):
+        t0 = time.perf_counter()
+        weighted_rrf({"dense": HITS, "keyword": HITS}, None, k=60, limit=10)
+        fusion.append((time.perf_counter() - t0) * 1000)
+    print(f"HybridEngine.search, two instant legs: p50 {statistics.median(total):.3f} ms")
+    print(f"weighted_rrf 2 x 20 hits alone:        p50 {statistics.median(fusion):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
