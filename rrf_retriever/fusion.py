@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
@@ -89,18 +89,6 @@ def validate_weights(sources: Sequence[str], weights: Mapping[str, float] | None
     return {s: _check_number(f"weight of source {s!r}", weights.get(s, 1.0)) for s in sources}
 
 
-@dataclass(slots=True)
-class _Acc:
-    """Per-document accumulator while fusing."""
-
-    hit: Hit
-    best_rank: int
-    best_source: str
-    score: float
-    ranks: dict[str, int]
-    scores: dict[str, float]
-
-
 def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
     if not isinstance(ranked, Mapping):
         msg = f"ranked must be a mapping of source name to a ranked list of hits, not {type(ranked).__name__}"
@@ -114,8 +102,10 @@ def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
             raise InvalidTypeError(msg)
 
 
-def _deduped(hits: Sequence[Hit]) -> list[Hit]:
-    """Keep each id at its first (best) position only."""
+def _deduped(hits: Sequence[Hit]) -> Sequence[Hit]:
+    """Keep each id at its first (best) position only (the input itself when it has no duplicate)."""
+    if len({hit.id for hit in hits}) == len(hits):
+        return hits
     seen: set[str] = set()
     out: list[Hit] = []
     for hit in hits:
@@ -128,10 +118,14 @@ def _deduped(hits: Sequence[Hit]) -> list[Hit]:
 def _fuse(
     ranked: Mapping[str, Sequence[Hit]],
     weights: Mapping[str, float] | None,
-    contribution: Callable[[str, list[Hit]], list[float]],
+    contribution: Callable[[str, Sequence[Hit]], list[float]],
     limit: int | None,
 ) -> list[FusedHit]:
-    """The shared loop: dedup, zero-weight guard, weighted sum, deterministic order, ``limit``."""
+    """The shared loop: dedup, zero-weight guard, weighted sum, deterministic order, ``limit``.
+
+    Per-source ranks and raw scores are looked up only for the documents that make the cut, so the cost is
+    one dictionary update per input hit plus the selection of the best ``limit``.
+    """
     _check_ranked(ranked)
     resolved = validate_weights(list(ranked), weights)
     if limit is not None:
@@ -140,7 +134,9 @@ def _fuse(
             raise InvalidArgumentError(msg)
         if limit == 0:
             return []
-    acc: dict[str, _Acc] = {}
+    score: dict[str, float] = {}
+    best: dict[str, tuple[int, Hit]] = {}  # id -> (best rank, the hit of that source: its text and metadata)
+    positions: list[tuple[str, dict[str, tuple[int, Hit]]]] = []
     # Sorted source order: sums are computed in one order whatever order the caller used.
     for source in sorted(ranked):
         weight = resolved[source]
@@ -148,36 +144,35 @@ def _fuse(
             continue  # the zero-weight guard: neither score nor new documents
         hits = _deduped(ranked[source])
         values = contribution(source, hits)
+        at: dict[str, tuple[int, Hit]] = {}
         for rank, (hit, value) in enumerate(zip(hits, values), start=1):
-            entry = acc.get(hit.id)
-            if entry is None:
-                acc[hit.id] = _Acc(hit, rank, source, weight * value, {source: rank}, {source: hit.score})
-                continue
-            entry.score += weight * value
-            entry.ranks[source] = rank
-            entry.scores[source] = hit.score
-            if rank < entry.best_rank:  # text/metadata come from the source that ranked it best
-                entry.best_rank, entry.best_source, entry.hit = rank, source, hit
+            doc_id = hit.id
+            at[doc_id] = (rank, hit)
+            previous = score.get(doc_id)
+            if previous is None:
+                score[doc_id] = weight * value
+                best[doc_id] = (rank, hit)
+            else:
+                score[doc_id] = previous + weight * value
+                if rank < best[doc_id][0]:  # text/metadata come from the source that ranked it best
+                    best[doc_id] = (rank, hit)
+        positions.append((source, at))
 
-    def order(e: _Acc) -> tuple[float, int, str]:
-        return (-e.score, e.best_rank, e.hit.id)
-
-    entries = (
-        heapq.nsmallest(limit, acc.values(), key=order)
-        if limit is not None and limit < len(acc)
-        else sorted(acc.values(), key=order)
-    )
-    return [
-        FusedHit(
-            id=e.hit.id,
-            text=e.hit.text,
-            metadata=e.hit.metadata,
-            score=e.score,
-            ranks=e.ranks,
-            scores=e.scores,
-        )
-        for e in entries
-    ]
+    keys = [(-value, best[doc_id][0], doc_id) for doc_id, value in score.items()]
+    chosen = heapq.nsmallest(limit, keys) if limit is not None and limit < len(keys) else sorted(keys)
+    out: list[FusedHit] = []
+    for _, _, doc_id in chosen:
+        hit = best[doc_id][1]
+        ranks: dict[str, int] = {}
+        raw: dict[str, float] = {}
+        for source, at in positions:
+            found = at.get(doc_id)
+            if found is not None:
+                ranks[source] = found[0]
+                raw[source] = found[1].score
+        out.append(FusedHit(id=doc_id, text=hit.text, metadata=hit.metadata, score=score[doc_id], ranks=ranks,
+                            scores=raw))
+    return out
 
 
 def weighted_rrf(
@@ -214,7 +209,7 @@ def weighted_rrf(
     """
     k_value = _check_number("k", k)
 
-    def contribution(_source: str, hits: list[Hit]) -> list[float]:
+    def contribution(_source: str, hits: Sequence[Hit]) -> list[float]:
         return [1.0 / (k_value + rank) for rank in range(1, len(hits) + 1)]
 
     return _fuse(ranked, weights, contribution, limit)
@@ -257,7 +252,7 @@ def relative_score_fusion(
         [('x', 1.0), ('y', 0.0)]
     """
 
-    def contribution(source: str, hits: list[Hit]) -> list[float]:
+    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
         return _min_max(_finite_scores(source, hits)) if hits else []
 
     return _fuse(ranked, weights, contribution, limit)
@@ -285,7 +280,7 @@ def distribution_based_score_fusion(
         [('x', 0.6667), ('y', 0.3333)]
     """
 
-    def contribution(source: str, hits: list[Hit]) -> list[float]:
+    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
         if not hits:
             return []
         scores = _finite_scores(source, hits)
