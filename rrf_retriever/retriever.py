@@ -35,7 +35,7 @@ from typing import Any
 
 from rrf_retriever.ensemble import FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.index import JOURNAL_FILE, KEYWORD_FILE, QDRANT_DIR
+from rrf_retriever.index import JOURNAL_FILE, KEYWORD_FILE, QDRANT_DIR, QDRANT_EDGE_DIR
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
 
 try:
@@ -304,7 +304,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         ids: Sequence[str] | None = None,
         *,
         keyword: str | Any = "fts5",
-        dense: str | Any = "qdrant",
+        dense: str | Any = "qdrant-edge",
         path: str | Path | None = None,
         collection_name: str = "rrf_retriever",
         **kwargs: Any,
@@ -317,8 +317,10 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
             metadatas: One mapping per text (optional).
             ids: One id per text (default: random UUIDs, as LangChain's vector stores do).
             keyword: ``"fts5"`` (default, SQLite FTS5), ``"bm25"`` (in memory) or a keyword store.
-            dense: ``"qdrant"`` (default, qdrant-client embedded), ``"qdrant-edge"`` or a dense store.
-            path: A folder for persistent stores (``keyword.sqlite3``, ``qdrant/`` and the write-ahead journal
+            dense: ``"qdrant-edge"`` (default: Qdrant's in-process engine, in ``path`` or a temporary folder;
+                exact search ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or
+                ``path``; comfortable below ~20k points) or any dense store (e.g. a server by URL).
+            path: A folder for persistent stores (``keyword.sqlite3``, ``qdrant-edge/`` and the write-ahead journal
                 ``journal.sqlite3``: the layout of a CLI index directory); None keeps all in memory.
             collection_name: The Qdrant collection name.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
@@ -540,9 +542,7 @@ def _make_dense(dense: str | Any, embedding: Any, path: str | Path | None, colle
             return QdrantDenseStore(embedding, location=":memory:", collection_name=collection_name)
         return QdrantDenseStore(embedding, path=str(Path(path) / QDRANT_DIR), collection_name=collection_name)
     if dense == "qdrant-edge":
-        if path is None:
-            msg = "dense='qdrant-edge' needs a path (it persists to a folder)"
-            raise InvalidArgumentError(msg)
-        return QdrantEdgeDenseStore(embedding, path=str(Path(path) / "qdrant-edge"))
+        # No path: a temporary folder, removed when the store is closed or collected.
+        return QdrantEdgeDenseStore(embedding, path=None if path is None else Path(path) / QDRANT_EDGE_DIR)
     msg = f"dense must be 'qdrant', 'qdrant-edge' or a dense store, got {dense!r}"
     raise InvalidArgumentError(msg)
