@@ -84,7 +84,7 @@ class LangChainAnchor:
         return [d.metadata["doc_id"] for d in docs]
 
 
-def _PostFiltered(bm25: Any, allowed: set[int]) -> Any:  # noqa: N802 - a factory that reads like a class
+def _PostFiltered(bm25: Any, allowed: set[int]) -> Any:
     from langchain_core.runnables import RunnableLambda
 
     def run(query: str) -> list[Any]:

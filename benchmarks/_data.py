@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from rrf_retriever.embeddings import BaseEmbeddingAdapter, MiniLMEmbedding, cached_embed_documents  # noqa: E402
-from rrf_retriever.evaluation import BeirDataset, doc_text, load_beir  # noqa: E402
+from rrf_retriever.embeddings import BaseEmbeddingAdapter, MiniLMEmbedding, cached_embed_documents
+from rrf_retriever.evaluation import BeirDataset, doc_text, load_beir
 
 DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / "benchmarks" / ".cache"
@@ -36,7 +36,7 @@ _MODEL: MiniLMEmbedding | None = None
 
 def minilm() -> MiniLMEmbedding:
     """One MiniLM per process."""
-    global _MODEL  # noqa: PLW0603
+    global _MODEL
     if _MODEL is None:
         _MODEL = MiniLMEmbedding(show_progress=True)
     return _MODEL

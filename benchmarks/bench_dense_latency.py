@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rrf_retriever.embeddings import HashingEmbedding  # noqa: E402
-from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore  # noqa: E402
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE = ROOT / "benchmarks" / ".cache"

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding, cached_embed_documents  # noqa: E402
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir  # noqa: E402
-from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore  # noqa: E402
+from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding, cached_embed_documents
+from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / "benchmarks" / ".cache"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rrf_retriever.embeddings import CallableEmbedding  # noqa: E402
-from rrf_retriever.ensemble import HybridEngine, Leg  # noqa: E402
-from rrf_retriever.fusion import weighted_rrf  # noqa: E402
-from rrf_retriever.types import Hit  # noqa: E402
+from rrf_retriever.embeddings import CallableEmbedding
+from rrf_retriever.ensemble import HybridEngine, Leg
+from rrf_retriever.fusion import weighted_rrf
+from rrf_retriever.types import Hit
 
 HITS = [Hit(f"d{i}", "", {}, 1.0 - i / 20) for i in range(20)]
 
@@ -35,7 +35,7 @@ class InstantDenseStore:
     def __init__(self) -> None:
         self.embedding = CallableEmbedding(lambda texts: [[1.0, 0.0] for _ in texts])
 
-    def search(self, vector, limit, filter=None, exclude_ids=None):  # type: ignore[no-untyped-def]  # noqa: A002
+    def search(self, vector, limit, filter=None, exclude_ids=None):  # type: ignore[no-untyped-def]
         return HITS
 
     def add(self, *args: object, **kwargs: object) -> None:

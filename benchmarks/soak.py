@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.reliability.harness import run_crash_safety, run_fuzz, run_load, run_scope_isolation  # noqa: E402
+from tests.reliability.harness import run_crash_safety, run_fuzz, run_load, run_scope_isolation
 
 PROFILES = {
     "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100},

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 try:
     import typer
@@ -224,7 +224,7 @@ def index_command(
     path: Path = typer.Argument(..., help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata}, "
                                           "or a folder of .txt/.md files.", show_default=False),
     index_dir: Path = IndexDir,
-    embedder: Optional[str] = typer.Option(  # noqa: UP007
+    embedder: str | None = typer.Option(
         None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index) or 'hashing[:dim]' "
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
 ) -> None:
@@ -302,13 +302,13 @@ def search_command(
     query: str = typer.Argument(..., help="The query text.", show_default=False),
     index_dir: Path = IndexDir,
     top_k: int = typer.Option(10, "--top-k", "-k", help="Number of results."),
-    filter_: Optional[list[str]] = typer.Option(  # noqa: UP007 - typer needs Optional on 3.10
+    filter_: list[str] | None = typer.Option(
         None, "--filter", "-f", help="key=value metadata filter; repeatable; key=v1,v2 means any of them."),
-    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="A document id never to return; "  # noqa: UP007
+    exclude: list[str] | None = typer.Option(None, "--exclude", help="A document id never to return; "
                                                                         "repeatable."),
-    semantic_weight: Optional[float] = typer.Option(None, help="Weight of the dense leg (default 1)."),  # noqa: UP007
-    keyword_weight: Optional[float] = typer.Option(None, help="Weight of the keyword leg (default 1)."),  # noqa: UP007
-    rrf_k: Optional[float] = typer.Option(None, help="The RRF constant k (default 60)."),  # noqa: UP007
+    semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
+    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1)."),
+    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 60)."),
     explain: bool = typer.Option(False, "--explain", help="Show raw leg scores and the per-leg trace."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
@@ -347,12 +347,12 @@ def eval_command(
                                 show_default=False),
     index_dir: Path = IndexDir,
     split: str = typer.Option("test", help="The qrels split."),
-    max_queries: Optional[int] = typer.Option(None, help="Evaluate only the first N queries."),  # noqa: UP007
-    embedder: Optional[str] = typer.Option(None, help="Embedder if the index must be built first "  # noqa: UP007
+    max_queries: int | None = typer.Option(None, help="Evaluate only the first N queries."),
+    embedder: str | None = typer.Option(None, help="Embedder if the index must be built first "
                                                       "(default minilm)."),
-    semantic_weight: Optional[float] = typer.Option(None, help="Weight of the dense leg (default 1)."),  # noqa: UP007
-    keyword_weight: Optional[float] = typer.Option(None, help="Weight of the keyword leg (default 1)."),  # noqa: UP007
-    rrf_k: Optional[float] = typer.Option(None, help="The RRF constant k (default 60)."),  # noqa: UP007
+    semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
+    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1)."),
+    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 60)."),
     keep_self_matches: bool = typer.Option(
         False, help="Keep a retrieved document whose id equals the query id (default: drop it, as BEIR does "
                     "for ArguAna)."),
@@ -433,7 +433,7 @@ def serve_command(
 
 @app.command("demo")
 def demo_command(
-    index_dir: Optional[Path] = typer.Option(None, "--index-dir", help="Where the demo index is cached "  # noqa: UP007
+    index_dir: Path | None = typer.Option(None, "--index-dir", help="Where the demo index is cached "
                                                                        "(default: .cache/demo-index)."),
     rebuild: bool = typer.Option(False, help="Rebuild the demo index even if it is up to date."),
 ) -> None:

@@ -118,7 +118,7 @@ def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any)
             manifest = read_manifest(index_dir)
         except InvalidArgumentError:
             manifest = {}
-        except Exception:  # noqa: BLE001 - a corrupt cache is rebuilt, not reported
+        except Exception:
             manifest = {}
         if (manifest.get("corpus_sha256") == corpus_hash and manifest.get("doc_count") == expected_count
                 and manifest.get("embedder") == EMBEDDER):

@@ -497,7 +497,7 @@ class HybridEngine:
         self,
         query: object,
         top_k: int | None,
-        filter: FilterSpec | None,  # noqa: A002
+        filter: FilterSpec | None,
         exclude_ids: Iterable[str] | None,
         weights: Mapping[str, float] | None,
     ) -> tuple[str, RetrievalSettings, int, int, dict[str, float], NormalizedFilter | None, frozenset[str]]:
@@ -536,7 +536,7 @@ class HybridEngine:
         query: str,
         *,
         top_k: int | None = None,
-        filter: FilterSpec | None = None,  # noqa: A002 - the name every framework uses
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
@@ -584,7 +584,7 @@ class HybridEngine:
             except concurrent.futures.TimeoutError as exc:
                 future.cancel()
                 outcomes[name] = _LegOutcome(None, (time.perf_counter() - submitted) * 1000, exc, timed_out=True)
-            except Exception as exc:  # noqa: BLE001 - a leg's failure is data: degrade or re-raise below
+            except Exception as exc:
                 outcomes[name] = _LegOutcome(None, (time.perf_counter() - submitted) * 1000, exc)
         return self._finish(plan, outcomes, embed_errors, embed_ms, settings, weights, top_k, fetch_k, flt, excl,
                             started)
@@ -606,7 +606,7 @@ class HybridEngine:
             except concurrent.futures.TimeoutError:
                 future.cancel()
                 errors[key] = EmbeddingError(f"query embedding timed out after {timeout} s")
-            except Exception as exc:  # noqa: BLE001 - degrade: the keyword legs still answer
+            except Exception as exc:
                 errors[key] = exc
         return vectors, (time.perf_counter() - t0) * 1000, errors
 
@@ -615,7 +615,7 @@ class HybridEngine:
         query: str,
         *,
         top_k: int | None = None,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
@@ -634,7 +634,7 @@ class HybridEngine:
                 return _LegOutcome(hits, (time.perf_counter() - t0) * 1000)
             except asyncio.TimeoutError as exc:
                 return _LegOutcome(None, (time.perf_counter() - t0) * 1000, exc, timed_out=True)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 return _LegOutcome(None, (time.perf_counter() - t0) * 1000, exc)
 
         tasks: dict[str, asyncio.Task[_LegOutcome]] = {
@@ -945,7 +945,10 @@ class HybridEngine:
                         msg = f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: {exc}"
                         raise StoreError(msg) from exc
                     except Exception as exc:
-                        msg = f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: {type(exc).__name__}: {exc}"
+                        msg = (
+                            f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: "
+                            f"{type(exc).__name__}: {exc}"
+                        )
                         raise StoreError(msg) from exc
                 self._journal.clear(entry.seq)
             if entries:
@@ -985,7 +988,7 @@ class HybridEngine:
         """The store that failed may have written part of the batch (Qdrant upserts in chunks): undo that."""
         try:
             now = self._snapshot([(name, leg)], ids)[name]
-        except Exception:  # noqa: BLE001 - it cannot even be read: it failed before writing anything we can see
+        except Exception:
             return
         def view(records: list[Record]) -> list[tuple[str, str, dict[str, Any]]]:
             return [(r.id, r.text, dict(r.metadata)) for r in records]

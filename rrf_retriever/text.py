@@ -289,7 +289,7 @@ def default_analyzer() -> Analyzer:
         >>> default_analyzer() is default_analyzer()
         True
     """
-    global _DEFAULT  # noqa: PLW0603 - a process-wide immutable default
+    global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = Analyzer()
     return _DEFAULT

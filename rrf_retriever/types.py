@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from rrf_retriever.errors import FilterError, InvalidTypeError
 
@@ -34,9 +34,9 @@ __all__ = [
     "normalize_filter",
 ]
 
-FilterValue = Union[str, int, bool]
+FilterValue = str | int | bool
 #: What users pass: ``{"session_id": [1, 2, 3], "lang": "en"}``. A list means any-of; keys must all match.
-FilterSpec = Mapping[str, Union[FilterValue, Sequence[FilterValue]]]
+FilterSpec = Mapping[str, FilterValue | Sequence[FilterValue]]
 #: What stores receive: keys sorted, every value a tuple of allowed values.
 NormalizedFilter = dict[str, tuple[FilterValue, ...]]
 
@@ -113,7 +113,7 @@ def _check_filter_value(key: str, value: object) -> FilterValue:
     raise FilterError(msg)
 
 
-def normalize_filter(filter: FilterSpec | None) -> NormalizedFilter | None:  # noqa: A002 - public name
+def normalize_filter(filter: FilterSpec | None) -> NormalizedFilter | None:
     """Validate a metadata filter and bring it to the form every store understands.
 
     Each key must match; a list (or tuple or set) of values means any-of. An empty list matches nothing.

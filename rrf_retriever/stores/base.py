@@ -67,7 +67,7 @@ class KeywordStore(Protocol):
         self,
         query: str,
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002 - the public name
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]: ...
 
@@ -81,7 +81,7 @@ class KeywordStore(Protocol):
         self,
         query: str,
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]: ...
 
@@ -110,7 +110,7 @@ class DenseStore(Protocol):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]: ...
 
@@ -128,7 +128,7 @@ class DenseStore(Protocol):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]: ...
 
@@ -169,7 +169,7 @@ def check_limit(limit: object) -> int:
 
 
 def normalize_scope(
-    filter: FilterSpec | NormalizedFilter | None,  # noqa: A002
+    filter: FilterSpec | NormalizedFilter | None,
     exclude_ids: Iterable[str] | None,
 ) -> tuple[NormalizedFilter | None, frozenset[str]]:
     """Validate and normalise a store call's scope (idempotent: normalised input passes through).

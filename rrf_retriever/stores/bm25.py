@@ -291,7 +291,7 @@ class BM25KeywordStore(AsyncStoreMixin):
         self,
         query: str,
         limit: int,
-        filter: FilterSpec | NormalizedFilter | None = None,  # noqa: A002 - the public name
+        filter: FilterSpec | NormalizedFilter | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """The top ``limit`` documents by BM25 among those the scope allows, score > 0 only.

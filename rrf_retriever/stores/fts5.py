@@ -128,11 +128,13 @@ def _fts_token(term: str) -> str | None:
     cached = _STEM_CACHE.get(term, "")
     if cached != "":
         return cached
-    global _STEM_CONN  # noqa: PLW0603 - one private scratch connection per process
+    global _STEM_CONN
     with _STEM_LOCK:
         if _STEM_CONN is None:
             _STEM_CONN = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            _STEM_CONN.execute("CREATE VIRTUAL TABLE s USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')")
+            _STEM_CONN.execute(
+                "CREATE VIRTUAL TABLE s USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')"
+            )
             _STEM_CONN.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'row')")
         conn = _STEM_CONN
         conn.execute("INSERT INTO s (rowid, x) VALUES (1, ?)", (term,))
@@ -551,7 +553,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
         self,
         query: str,
         limit: int,
-        filter: FilterSpec | NormalizedFilter | None = None,  # noqa: A002 - the public name
+        filter: FilterSpec | NormalizedFilter | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """The top ``limit`` documents by ``bm25()`` among those the scope allows.

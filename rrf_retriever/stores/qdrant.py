@@ -235,7 +235,7 @@ class _QdrantBase(AsyncStoreMixin):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None,  # noqa: A002
+        filter: FilterSpec | None,
         exclude_ids: Iterable[str] | None,
     ) -> tuple[list[float], int, NormalizedFilter | None, frozenset[str]] | None:
         """Validate a search; None when the answer is known to be empty."""
@@ -540,7 +540,7 @@ class QdrantDenseStore(_QdrantBase):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """The ``limit`` nearest documents (cosine similarity) among those the scope allows.
@@ -650,7 +650,7 @@ class QdrantDenseStore(_QdrantBase):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """Async :meth:`search`."""
@@ -1001,7 +1001,7 @@ class QdrantEdgeDenseStore(_QdrantBase):
         self,
         vector: Sequence[float],
         limit: int,
-        filter: FilterSpec | None = None,  # noqa: A002
+        filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """The ``limit`` nearest documents (cosine similarity) among those the scope allows.

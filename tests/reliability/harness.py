@@ -322,7 +322,7 @@ def run_load(threads: int, queries_per_thread: int, seed: int, corpus_size: int 
                 else:
                     engine.delete([f"x{wrng.randrange(max(extra, 1))}", f"d{wrng.randrange(corpus_size)}"])
                 counts["writes"] += 1
-            except Exception as exc:  # noqa: BLE001 - counted, asserted by the caller
+            except Exception as exc:
                 with lock:
                     errors.append(f"writer: {type(exc).__name__}: {exc}")
             time.sleep(0.001)
@@ -343,7 +343,7 @@ def run_load(threads: int, queries_per_thread: int, seed: int, corpus_size: int 
                         import asyncio
 
                         result = asyncio.run(engine.asearch(query))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 with lock:
                     errors.append(f"reader {index}: {type(exc).__name__}: {exc}")
                 continue
@@ -422,7 +422,7 @@ class FuzzState:
             self.outcomes[f"{target}:ok"] += 1
         except RRFRetrieverError as exc:
             self.outcomes[f"{target}:{type(exc).__name__}"] += 1
-        except Exception as exc:  # noqa: BLE001 - this is what the fuzz hunts
+        except Exception as exc:
             self.unexpected.append(f"{target}: {type(exc).__name__}: {str(exc)[:200]} for {repr(args)[:300]}")
 
     def close(self) -> None:
@@ -491,7 +491,8 @@ def run_fuzz(examples_per_target: int, seed: int = 0) -> dict[str, Any]:
     Returns:
         ``{"inputs": total calls, "outcomes": {target:result: count}, "unexpected": [descriptions]}``.
     """
-    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
     from rrf_retriever.text import build_match_query

@@ -291,7 +291,7 @@ def _langchain_ensemble(weights: list[float]):
     from langchain_core.retrievers import BaseRetriever
 
     class Fixed(BaseRetriever):
-        def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # noqa: ARG002
+        def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
             return []
 
     return EnsembleRetriever(retrievers=[Fixed() for _ in weights], weights=weights, id_key="doc_id")

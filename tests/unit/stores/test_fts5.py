@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreLockedError
-from rrf_retriever.errors import StoreUnavailableError
+from rrf_retriever.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    StoreError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
 from rrf_retriever.stores import fts5 as fts5_module
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.text import Analyzer

@@ -317,7 +317,7 @@ def test_many_threads_read_while_one_writes(store: Any) -> None:
                 written.extend(ids)
                 if batch % 5 == 4:
                     store.delete(ids[:2])
-        except BaseException as exc:  # noqa: BLE001 - reported to the main thread
+        except BaseException as exc:
             errors.append(exc)
         finally:
             stop.set()
@@ -329,7 +329,7 @@ def test_many_threads_read_while_one_writes(store: Any) -> None:
                     assert hit.metadata["b"] in (1, 2, 3)
                 store.search("seed", 5)
                 store.count()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(4)]
