@@ -1,0 +1,48 @@
+"""The settings service as a memory service runs it: live weights over HTTP, session-scoped search.
+
+Run: ``.venv/bin/python -m integrations.settings_service`` (serves http://127.0.0.1:8000, docs at /docs), then::
+
+    curl localhost:8000/settings
+    curl -X PATCH localhost:8000/settings -H 'content-type: application/json' -d '{"keywordWeight": 0.5, "topK": 3}'
+    curl 'localhost:8000/search?q=E4012&session_ids=1,2'
+
+In this API ``k`` is the RRF constant and ``topK`` the number of results (the names the seed services use).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from integrations._corpus import NOTES
+from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.service import create_app
+from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
+
+
+def build_engine(embedding: Any = None) -> HybridEngine:
+    """The embedded default stack (qdrant-edge in a temporary folder + SQLite FTS5) over the example notes."""
+    if embedding is None:
+        from rrf_retriever.embeddings import MiniLMEmbedding
+
+        embedding = MiniLMEmbedding()
+    engine = HybridEngine({"dense": QdrantEdgeDenseStore(embedding), "keyword": FTS5KeywordStore()})
+    engine.add([i for i, *_ in NOTES], [t for _, t, _ in NOTES], [m for *_, m in NOTES])
+    return engine
+
+
+def build_app(embedding: Any = None) -> FastAPI:
+    """The FastAPI app: GET/PATCH /settings, GET /search, GET /health."""
+    return create_app(build_engine(embedding))
+
+
+def main(host: str = "127.0.0.1", port: int = 8000) -> None:
+    import uvicorn
+
+    uvicorn.run(build_app(), host=host, port=port)
+
+
+if __name__ == "__main__":
+    main()
