@@ -7,21 +7,18 @@ validation, atomic settings and scoping, not ranking quality.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.ensemble import HybridEngine
 from rrf_retriever.service import create_app
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
+from tests.integrations._server import running_server
 
 TOPICS = ["backup restore snapshot", "password reset login", "certificate tls pin", "disk quota storage"]
 DOCS = [
@@ -32,28 +29,12 @@ DOCS = [
 DEFAULTS = {"semanticWeight": 1.0, "keywordWeight": 1.0, "topK": 10, "k": 60.0, "fetchK": None}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     engine = HybridEngine({"dense": QdrantDenseStore(HashingEmbedding(dim=64)), "keyword": FTS5KeywordStore()})
     engine.add([d[0] for d in DOCS], [d[1] for d in DOCS], [d[2] for d in DOCS])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with running_server(create_app(engine)) as url:
+        yield url
     engine.close()
 
 
