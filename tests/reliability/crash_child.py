@@ -3,13 +3,14 @@
 Run as ``python -m tests.reliability.crash_child DIR ROUND SEED MAX_DOCS``. Prints ``ready`` once the engine
 is open (recovery done), then adds new documents, upserts new versions of earlier ones and deletes some, in
 random batches, through :meth:`HybridEngine.add` / ``delete`` on a persistent FTS5 file, a persistent
-QdrantEdgeDenseStore and a journal, until ``MAX_DOCS`` writes are done or SIGKILL arrives.
+QdrantEdgeDenseStore and a journal, until SIGKILL arrives (new ids stop at ``MAX_DOCS``; upserts and deletes go on).
 """
 
 from __future__ import annotations
 
 import random
 import sys
+import time
 from pathlib import Path
 
 from tests.reliability.harness import crash_doc, open_crash_stack
@@ -22,7 +23,10 @@ def main(directory: str, round_no: int, seed: int, max_docs: int) -> None:
     written: list[str] = []
     versions: dict[str, int] = {}
     n = 0
-    while n < max_docs:
+    # After MAX_DOCS new ids the child keeps upserting and deleting (never idle) until killed, so every kill lands
+    # mid-write whatever the machine's speed; the deadline only ends an orphaned child.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
         action = rng.random()
         if action < 0.15 and written:
             ids = rng.sample(written, min(len(written), rng.randint(1, 16)))
@@ -30,10 +34,12 @@ def main(directory: str, round_no: int, seed: int, max_docs: int) -> None:
             written = [i for i in written if i not in set(ids)]
             continue
         size = rng.randint(1, 64)
-        ids = []
+        ids: list[str] = []
         for _ in range(size):
-            if written and rng.random() < 0.2:
+            if written and (n >= max_docs or rng.random() < 0.2):
                 doc_id = rng.choice(written)
+            elif n >= max_docs:
+                break  # new ids stay below max_docs: the parent checks exactly r{round}-0 .. r{round}-{max_docs-1}
             else:
                 doc_id = f"r{round_no}-{n}"
                 n += 1
@@ -42,6 +48,8 @@ def main(directory: str, round_no: int, seed: int, max_docs: int) -> None:
                 ids.append(doc_id)
         for doc_id in ids:
             versions[doc_id] = versions.get(doc_id, -1) + 1
+        if not ids:
+            continue
         docs = [crash_doc(doc_id, versions[doc_id]) for doc_id in ids]
         engine.add(ids, [d[0] for d in docs], [d[1] for d in docs])
     print("done", flush=True)
