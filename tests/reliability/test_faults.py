@@ -284,7 +284,7 @@ def test_a_qdrant_client_path_open_in_another_process_is_our_error(tmp_path: Pat
         with pytest.raises(StoreLockedError):
             QdrantDenseStore(HashingEmbedding(DIM), path=str(path))
         with pytest.raises(StoreLockedError):
-            EnsembleRRFRetriever.from_texts([], HashingEmbedding(DIM), path=str(tmp_path))  # path/qdrant is held
+            EnsembleRRFRetriever.from_texts([], HashingEmbedding(DIM), path=str(tmp_path), dense="qdrant")  # held
     reopened = QdrantDenseStore(HashingEmbedding(DIM), path=str(path))
     assert reopened.count() == len(DOCS)
     assert {r.id: r.text for r in reopened.get(list(DOCS))} == {i: t for i, (t, _) in DOCS.items()}
@@ -292,7 +292,7 @@ def test_a_qdrant_client_path_open_in_another_process_is_our_error(tmp_path: Pat
 
 
 def test_a_qdrant_edge_path_open_in_another_process_is_our_error(tmp_path: Path) -> None:
-    path = tmp_path / "edge"
+    path = tmp_path / "qdrant-edge"  # where from_texts(path=tmp_path) keeps its default dense store
     first = QdrantEdgeDenseStore(HashingEmbedding(DIM), path=str(path))
     _add_docs(first)
     first.close()
@@ -306,6 +306,8 @@ def test_a_qdrant_edge_path_open_in_another_process_is_our_error(tmp_path: Path)
         for _ in range(2):  # a refused open must not break the holder or leave a stale lock behind
             with pytest.raises(StoreLockedError, match="open elsewhere"):
                 QdrantEdgeDenseStore(HashingEmbedding(DIM), path=str(path))
+        with pytest.raises(StoreLockedError):
+            EnsembleRRFRetriever.from_texts([], HashingEmbedding(DIM), path=str(tmp_path))
     reopened = QdrantEdgeDenseStore(HashingEmbedding(DIM), path=str(path))
     assert reopened.count() == len(DOCS)
     assert {r.id: r.text for r in reopened.get(list(DOCS))} == {i: t for i, (t, _) in DOCS.items()}
