@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         MiniLMEmbedding,
         as_embedding,
     )
-    from rrf_retriever.ensemble import HybridEngine, SearchResult
+    from rrf_retriever.ensemble import HybridEngine, RetrievalSettings, SearchResult
     from rrf_retriever.errors import (
         AllLegsFailedError,
         DimensionMismatchError,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         relative_score_fusion,
         weighted_rrf,
     )
+    from rrf_retriever.journal import Journal
     from rrf_retriever.retriever import EnsembleRRFRetriever
     from rrf_retriever.stores import (
         BM25KeywordStore,
@@ -87,7 +88,9 @@ _LAZY: dict[str, str] = {
     "as_embedding": "rrf_retriever.embeddings",
     # engine and the framework retriever
     "HybridEngine": "rrf_retriever.ensemble",
+    "RetrievalSettings": "rrf_retriever.ensemble",
     "SearchResult": "rrf_retriever.ensemble",
+    "Journal": "rrf_retriever.journal",
     "EnsembleRRFRetriever": "rrf_retriever.retriever",
 }
 
