@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import math
@@ -240,6 +239,8 @@ class Leg:
         self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
         exclude_ids: frozenset[str],
     ) -> list[Hit]:
+        import asyncio  # lazily, as everywhere here: only async callers (who have it loaded) pay its import
+
         return await asyncio.to_thread(self.search, query, vector, limit, flt, exclude_ids)
 
     def sits_out(self, query: str) -> str | None:
@@ -620,6 +621,8 @@ class HybridEngine:
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
         """Async twin of :meth:`search`: the legs run concurrently as asyncio tasks."""
+        import asyncio
+
         started = time.perf_counter()
         query, settings, top_k, fetch_k, weights, flt, excl = self._prepare(query, top_k, filter, exclude_ids, weights)
         if not query.strip():
@@ -886,10 +889,14 @@ class HybridEngine:
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add` (runs in a worker thread: writes are serialised anyway)."""
+        import asyncio
+
         return await asyncio.to_thread(self.add, ids, texts, metadatas)
 
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async twin of :meth:`delete`."""
+        import asyncio
+
         await asyncio.to_thread(self.delete, ids)
 
     # -- write-ahead journal --------------------------------------------------------------------------

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -133,23 +132,30 @@ class DenseStore(Protocol):
     ) -> list[Hit]: ...
 
 
+async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never pay its ~30 ms import)."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
 class AsyncStoreMixin:
     """Async twins that run the sync methods in a worker thread. Override where a native client exists."""
 
     async def aadd(self, *args: Any, **kwargs: Any) -> None:
-        await asyncio.to_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]
+        await _in_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]
 
     async def adelete(self, ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete, ids)  # type: ignore[attr-defined]
+        await _in_thread(self.delete, ids)  # type: ignore[attr-defined]
 
     async def aget(self, ids: Sequence[str], **kwargs: Any) -> list[Record]:
-        return await asyncio.to_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]
+        return await _in_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]
 
     async def acount(self) -> int:
-        return await asyncio.to_thread(self.count)  # type: ignore[attr-defined]
+        return await _in_thread(self.count)  # type: ignore[attr-defined]
 
     async def asearch(self, *args: Any, **kwargs: Any) -> list[Hit]:
-        return await asyncio.to_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]
+        return await _in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]
 
 
 def check_limit(limit: object) -> int:
