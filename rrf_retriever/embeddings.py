@@ -51,6 +51,7 @@ from rrf_retriever.errors import (
     RRFRetrieverError,
     missing_dependency,
 )
+from rrf_retriever.types import check_str
 
 if TYPE_CHECKING:
     import numpy as np
@@ -99,13 +100,6 @@ def _check_texts(texts: object) -> list[str]:
             msg = f"texts[{i}] must be a str, not {type(text).__name__}"
             raise InvalidTypeError(msg)
     return list(texts)
-
-
-def _check_query(text: object) -> str:
-    if not isinstance(text, str):
-        msg = f"the query must be a str, not {type(text).__name__}"
-        raise InvalidTypeError(msg)
-    return text
 
 
 def _to_float_list(vector: object, index: int) -> list[float]:
@@ -240,7 +234,7 @@ class BaseEmbeddingAdapter:
             EmbeddingError: the model failed.
             DimensionMismatchError: a vector of another dimension, or holding NaN or infinity.
         """
-        query = _check_query(text)
+        query = check_str(text, "the query")
         return self._check_vectors([self._call_model(self._embed_one_query, query)], 1)[0]
 
     async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -260,7 +254,7 @@ class BaseEmbeddingAdapter:
 
     async def aembed_query(self, text: str) -> list[float]:
         """Async :meth:`embed_query`."""
-        query = _check_query(text)
+        query = check_str(text, "the query")
         try:
             raw = await self._aembed_one_query(query)
         except RRFRetrieverError:

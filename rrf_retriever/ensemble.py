@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import math
 import os
 import threading
 import time
@@ -66,6 +65,9 @@ from rrf_retriever.types import (
     Record,
     SearchResult,
     Trace,
+    check_int,
+    check_number,
+    check_str,
     matches_filter,
 )
 
@@ -104,10 +106,7 @@ def check_query(query: object) -> str:
         >>> check_query("hello")
         'hello'
     """
-    if not isinstance(query, str):
-        msg = f"query must be a str, not {type(query).__name__}"
-        raise InvalidTypeError(msg)
-    return query
+    return check_str(query, "query")
 
 
 def check_top_k(top_k: object, name: str = "top_k") -> int:
@@ -117,25 +116,7 @@ def check_top_k(top_k: object, name: str = "top_k") -> int:
         >>> check_top_k(4)
         4
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int):
-        msg = f"{name} must be an integer, not {type(top_k).__name__}"
-        raise InvalidTypeError(msg)
-    if not 1 <= top_k <= MAX_TOP_K:
-        msg = f"{name} must be between 1 and {MAX_TOP_K}, got {top_k}"
-        raise InvalidArgumentError(msg)
-    return top_k
-
-
-def _check_positive_number(name: str, value: object, *, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        msg = f"{name} must be a number, not {type(value).__name__}"
-        raise InvalidTypeError(msg)
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        msg = f"{name} must be finite and {bound}, got {value!r}"
-        raise InvalidArgumentError(msg)
-    return number
+    return check_int(top_k, name, 1, MAX_TOP_K)
 
 
 # ---- settings -------------------------------------------------------------------------------------------
@@ -174,12 +155,12 @@ class RetrievalSettings:
             raise InvalidTypeError(msg)
         checked = validate_weights(list(self.weights), self.weights)
         object.__setattr__(self, "weights", MappingProxyType(checked))
-        object.__setattr__(self, "rrf_k", _check_positive_number("rrf_k", self.rrf_k))
+        object.__setattr__(self, "rrf_k", check_number(self.rrf_k, "rrf_k"))
         check_top_k(self.top_k)
         if self.fetch_k is not None:
             check_top_k(self.fetch_k, "fetch_k")
         if self.leg_timeout is not None:
-            timeout = _check_positive_number("leg_timeout", self.leg_timeout, allow_zero=False)
+            timeout = check_number(self.leg_timeout, "leg_timeout", allow_zero=False)
             object.__setattr__(self, "leg_timeout", timeout)
         if self.on_error not in ("degrade", "raise"):
             msg = f"on_error must be 'degrade' or 'raise', got {self.on_error!r}"

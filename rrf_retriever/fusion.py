@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.types import FusedHit, Hit, check_int, check_number
 
 __all__ = [
     "DEFAULT_RRF_K",
@@ -47,17 +47,6 @@ __all__ = [
 
 #: The RRF constant of Cormack et al. (2009), also LangChain's and Elasticsearch's default.
 DEFAULT_RRF_K = 60.0
-
-
-def _check_number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        msg = f"{name} must be a number, not {type(value).__name__}"
-        raise InvalidTypeError(msg)
-    number = float(value)
-    if not math.isfinite(number) or number < 0:
-        msg = f"{name} must be finite and >= 0, got {value!r}"
-        raise InvalidArgumentError(msg)
-    return number
 
 
 def validate_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -86,7 +75,7 @@ def validate_weights(sources: Sequence[str], weights: Mapping[str, float] | None
     if unknown:
         msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
         raise InvalidArgumentError(msg)
-    return {s: _check_number(f"weight of source {s!r}", weights.get(s, 1.0)) for s in sources}
+    return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}") for s in sources}
 
 
 def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
@@ -128,12 +117,8 @@ def _fuse(
     """
     _check_ranked(ranked)
     resolved = validate_weights(list(ranked), weights)
-    if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            msg = f"limit must be None or an integer >= 0, got {limit!r}"
-            raise InvalidArgumentError(msg)
-        if limit == 0:
-            return []
+    if limit is not None and check_int(limit, "limit", 0) == 0:
+        return []
     score: dict[str, float] = {}
     best: dict[str, tuple[int, Hit]] = {}  # id -> (best rank, the hit of that source: its text and metadata)
     positions: list[tuple[str, dict[str, tuple[int, Hit]]]] = []
@@ -207,7 +192,7 @@ def weighted_rrf(
         >>> [(h.id, h.score, dict(h.ranks)) for h in out]
         [('x', 2.0, {'a': 1}), ('y', 2.0, {'a': 2, 'b': 1})]
     """
-    k_value = _check_number("k", k)
+    k_value = check_number(k, "k")
 
     def contribution(_source: str, hits: Sequence[Hit]) -> list[float]:
         return [1.0 / (k_value + rank) for rank in range(1, len(hits) + 1)]

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
+from rrf_retriever.types import check_int, check_str
 
 __all__ = [
     "DEFAULT_STOPWORDS",
@@ -80,10 +81,7 @@ def normalize(text: str, *, fold_diacritics: bool = True) -> str:
         >>> normalize("Café ＦＴＳ５ Русский")
         'cafe fts5 русский'
     """
-    if not isinstance(text, str):
-        msg = f"text must be a str, not {type(text).__name__}"
-        raise InvalidTypeError(msg)
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", check_str(text, "text")).lower()
     if fold_diacritics and not text.isascii():
         text = "".join(ch if ch.isascii() else _fold_char(ch) for ch in text)
     return text
@@ -173,9 +171,7 @@ class Analyzer:
         if isinstance(stopwords, str):
             msg = "stopwords must be a collection of words, not a single string"
             raise InvalidTypeError(msg)
-        if isinstance(min_length, bool) or not isinstance(min_length, int) or min_length < 1:
-            msg = f"min_length must be an integer >= 1, got {min_length!r}"
-            raise InvalidArgumentError(msg)
+        check_int(min_length, "min_length", 1)
         if stem is not None and not isinstance(stem, str) and not callable(stem):
             msg = f"stem must be a stemmer name, a callable or None, not {type(stem).__name__}"
             raise InvalidTypeError(msg)
@@ -331,9 +327,7 @@ def build_match_query(
     if not isinstance(text, str):
         msg = f"query must be a str, not {type(text).__name__}"
         raise InvalidTypeError(msg)
-    if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 1:
-        msg = f"max_terms must be an integer >= 1, got {max_terms!r}"
-        raise InvalidArgumentError(msg)
+    check_int(max_terms, "max_terms", 1)
     terms = (analyzer or default_analyzer()).terms(text)[:max_terms]
     if not terms:
         return None

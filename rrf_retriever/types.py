@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rrf_retriever.errors import FilterError, InvalidTypeError
+from rrf_retriever.errors import DimensionMismatchError, FilterError, InvalidArgumentError, InvalidTypeError
 
 __all__ = [
     "FilterSpec",
@@ -30,8 +30,12 @@ __all__ = [
     "Record",
     "SearchResult",
     "Trace",
+    "check_int",
+    "check_number",
+    "check_str",
     "normalize_exclude_ids",
     "normalize_filter",
+    "to_float_vector",
 ]
 
 FilterValue = str | int | bool
@@ -188,6 +192,88 @@ def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
     for doc_id in ids:
         check_id(doc_id, field_name="exclude_ids")
     return frozenset(ids)
+
+
+def check_str(value: object, name: str) -> str:
+    """A ``str`` or our TypeError naming the field (bytes, None and numbers are refused).
+
+    Example:
+        >>> check_str("hello", "query")
+        'hello'
+    """
+    if not isinstance(value, str):
+        msg = f"{name} must be a str, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    return value
+
+
+def check_int(value: object, name: str, low: int, high: int | None = None) -> int:
+    """An ``int`` (not a bool) from ``low`` to ``high`` inclusive, or our error naming the field.
+
+    Example:
+        >>> check_int(10, "top_k", 1, 10_000)
+        10
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an integer, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    if value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"between {low} and {high}"
+        msg = f"{name} must be {bounds}, got {value}"
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def check_number(value: object, name: str, *, allow_zero: bool = True) -> float:
+    """A finite number >= 0 (> 0 with ``allow_zero=False``) as a float, or our error naming the field.
+
+    Example:
+        >>> check_number(60, "rrf_k")
+        60.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"{name} must be a number, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        msg = f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return number
+
+
+def to_float_vector(value: object, name: str, *, type_error: type[Exception] = InvalidTypeError) -> list[float]:
+    """One vector (list, tuple, numpy array, tensor) as a list of finite floats.
+
+    Args:
+        value: The vector.
+        name: What it is, for messages ("the query vector", "vectors[3]").
+        type_error: The error for a value that is not a sequence of numbers (``EmbeddingError`` when a model
+            returned it, ``InvalidTypeError`` when a caller passed it).
+
+    Raises:
+        DimensionMismatchError: an empty vector, NaN or infinity.
+
+    Example:
+        >>> to_float_vector((1, 2.5), "v")
+        [1.0, 2.5]
+    """
+    if hasattr(value, "tolist"):  # numpy arrays, torch tensors: one C-level conversion
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a sequence of floats, not {type(value).__name__}"
+        raise type_error(msg)
+    try:
+        out = [float(x) for x in value]
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must hold numbers only"
+        raise type_error(msg) from exc
+    if not out:
+        msg = f"{name} is empty"
+        raise DimensionMismatchError(msg)
+    if not all(math.isfinite(x) for x in out):
+        msg = f"{name} holds NaN or infinity"
+        raise DimensionMismatchError(msg)
+    return out
 
 
 def check_id(doc_id: object, *, field_name: str = "id") -> str:

@@ -31,6 +31,7 @@ from rrf_retriever.types import (
     NormalizedFilter,
     Record,
     check_id,
+    check_int,
     normalize_exclude_ids,
     normalize_filter,
 )
@@ -165,13 +166,7 @@ def check_limit(limit: object) -> int:
         >>> check_limit(10)
         10
     """
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        msg = f"limit must be an integer, not {type(limit).__name__}"
-        raise InvalidTypeError(msg)
-    if not 0 <= limit <= MAX_LIMIT:
-        msg = f"limit must be between 0 and {MAX_LIMIT}, got {limit}"
-        raise InvalidArgumentError(msg)
-    return limit
+    return check_int(limit, "limit", 0, MAX_LIMIT)
 
 
 def normalize_scope(

@@ -47,7 +47,7 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id
+from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str
 
 __all__ = ["BM25KeywordStore", "Engine"]
 
@@ -305,9 +305,7 @@ class BM25KeywordStore(AsyncStoreMixin):
         """
         import numpy as np
 
-        if not isinstance(query, str):
-            msg = f"query must be a str, not {type(query).__name__}"
-            raise InvalidTypeError(msg)
+        check_str(query, "query")
         limit = check_limit(limit)
         flt, excluded = normalize_scope(filter, exclude_ids)
         if limit == 0:

@@ -60,7 +60,7 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id
+from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str
 
 __all__ = ["FTS5KeywordStore", "MatchMode"]
 
@@ -571,9 +571,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
             >>> s = FTS5KeywordStore(); s.add(["a"], ["hello world"]); s.search("the world", 1)[0].id
             'a'
         """
-        if not isinstance(query, str):
-            msg = f"query must be a str, not {type(query).__name__}"
-            raise InvalidTypeError(msg)
+        check_str(query, "query")
         limit = check_limit(limit)
         flt, excluded = normalize_scope(filter, exclude_ids)
         if limit == 0:
