@@ -51,7 +51,7 @@ from rrf_retriever.errors import (
     RRFRetrieverError,
     missing_dependency,
 )
-from rrf_retriever.types import check_str
+from rrf_retriever.types import check_str, to_float_vector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,26 +100,6 @@ def _check_texts(texts: object) -> list[str]:
             msg = f"texts[{i}] must be a str, not {type(text).__name__}"
             raise InvalidTypeError(msg)
     return list(texts)
-
-
-def _to_float_list(vector: object, index: int) -> list[float]:
-    if hasattr(vector, "tolist"):  # numpy arrays, torch tensors: one C-level conversion
-        vector = vector.tolist()
-    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence):
-        msg = f"the embedding model returned a {type(vector).__name__} for text {index}, not a list of floats"
-        raise EmbeddingError(msg)
-    try:
-        out = [float(x) for x in vector]
-    except (TypeError, ValueError) as exc:
-        msg = f"the embedding model returned a non-numeric value in vector {index}"
-        raise EmbeddingError(msg) from exc
-    if not out:
-        msg = f"the embedding model returned an empty vector for text {index}"
-        raise DimensionMismatchError(msg)
-    if not all(math.isfinite(x) for x in out):
-        msg = f"the embedding model returned NaN or infinity in vector {index}"
-        raise DimensionMismatchError(msg)
-    return out
 
 
 class BaseEmbeddingAdapter:
@@ -171,7 +151,7 @@ class BaseEmbeddingAdapter:
         if len(raw) != expected:
             msg = f"the embedding model returned {len(raw)} vectors for {expected} texts"
             raise EmbeddingError(msg)
-        vectors = [_to_float_list(v, i) for i, v in enumerate(raw)]
+        vectors = [to_float_vector(v, f"the model's vector {i}", type_error=EmbeddingError) for i, v in enumerate(raw)]
         for i, vec in enumerate(vectors):
             self._check_dimension(len(vec), i)
         return vectors

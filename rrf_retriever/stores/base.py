@@ -20,11 +20,10 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.types import (
     FilterSpec,
     Hit,
@@ -34,6 +33,7 @@ from rrf_retriever.types import (
     check_int,
     normalize_exclude_ids,
     normalize_filter,
+    to_float_vector,
 )
 
 __all__ = [
@@ -250,32 +250,38 @@ def validate_batch(
     return id_list, text_list, meta_list
 
 
-def validate_vectors(vectors: Sequence[Sequence[float]], count: int, dim: int | None = None) -> int:
-    """Check vectors: ``count`` of them, one dimension (``dim`` if given), all values finite.
+def validate_vectors(vectors: object, count: int, dim: int | None = None) -> tuple[list[list[float]], int]:
+    """Bring ``count`` vectors (lists, tuples, a numpy array) to lists of finite floats of one dimension.
+
+    Args:
+        vectors: The vectors, one per document.
+        count: How many documents they belong to.
+        dim: The collection's dimension, if it has one.
 
     Returns:
-        The dimension.
+        The vectors as lists of floats, and their dimension.
 
     Raises:
-        DimensionMismatchError: wrong count, mixed or wrong dimension, NaN or infinity.
+        InvalidTypeError: not a sequence of sequences of numbers.
+        DimensionMismatchError: wrong count, mixed or wrong dimension, empty vectors, NaN or infinity.
 
     Example:
         >>> validate_vectors([[0.1, 0.2]], 1)
-        2
+        ([[0.1, 0.2]], 2)
     """
-    from rrf_retriever.errors import DimensionMismatchError
-
+    if hasattr(vectors, "tolist") and not isinstance(vectors, Sequence):
+        vectors = vectors.tolist()
+    if isinstance(vectors, (str, bytes)) or not isinstance(vectors, Sequence):
+        msg = f"vectors must be a list of vectors, not {type(vectors).__name__}"
+        raise InvalidTypeError(msg)
     if len(vectors) != count:
         msg = f"got {count} documents but {len(vectors)} vectors"
         raise DimensionMismatchError(msg)
-    for i, vec in enumerate(vectors):
-        n = len(vec)
+    out = [to_float_vector(vec, f"vectors[{i}]") for i, vec in enumerate(vectors)]
+    for i, vec in enumerate(out):
         if dim is None:
-            dim = n
-        if n != dim or n == 0:
-            msg = f"vector {i} has dimension {n}, expected {dim}"
+            dim = len(vec)
+        if len(vec) != dim:
+            msg = f"vectors[{i}] has dimension {len(vec)}, expected {dim}"
             raise DimensionMismatchError(msg)
-        if not all(math.isfinite(x) for x in vec):
-            msg = f"vector {i} holds NaN or infinity"
-            raise DimensionMismatchError(msg)
-    return dim or 0
+    return out, dim or 0

@@ -39,7 +39,6 @@ import fcntl
 import importlib.util
 import json
 import logging
-import math
 import os
 import shutil
 import tempfile
@@ -67,7 +66,7 @@ from rrf_retriever.stores.base import (
     validate_batch,
     validate_vectors,
 )
-from rrf_retriever.types import FilterSpec, FilterValue, Hit, NormalizedFilter, Record, check_id
+from rrf_retriever.types import FilterSpec, FilterValue, Hit, NormalizedFilter, Record, check_id, to_float_vector
 
 __all__ = ["DOC_ID_KEY", "ID_NAMESPACE", "QdrantDenseStore", "QdrantEdgeDenseStore", "point_id"]
 
@@ -114,43 +113,10 @@ def _split_values(values: tuple[FilterValue, ...]) -> tuple[list[str], list[int]
 
 
 def _check_query_vector(vector: object, dimension: int | None) -> list[float]:
-    if hasattr(vector, "tolist"):
-        vector = vector.tolist()
-    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence):
-        msg = f"vector must be a sequence of floats, not {type(vector).__name__}"
-        raise InvalidTypeError(msg)
-    try:
-        out = [float(x) for x in vector]
-    except (TypeError, ValueError) as exc:
-        msg = "vector must hold numbers only"
-        raise InvalidTypeError(msg) from exc
-    if not out or not all(math.isfinite(x) for x in out):
-        msg = "the query vector is empty or holds NaN or infinity"
-        raise DimensionMismatchError(msg)
+    out = to_float_vector(vector, "the query vector")
     if dimension is not None and len(out) != dimension:
         msg = f"the query vector has dimension {len(out)}, the collection {dimension}"
         raise DimensionMismatchError(msg)
-    return out
-
-
-def _as_vector_lists(vectors: Sequence[Sequence[float]] | Any) -> list[list[float]]:
-    if hasattr(vectors, "tolist") and not isinstance(vectors, Sequence):
-        vectors = vectors.tolist()
-    if isinstance(vectors, (str, bytes)) or not isinstance(vectors, Sequence):
-        msg = f"vectors must be a list of vectors, not {type(vectors).__name__}"
-        raise InvalidTypeError(msg)
-    out: list[list[float]] = []
-    for i, vec in enumerate(vectors):
-        if hasattr(vec, "tolist"):
-            vec = vec.tolist()
-        if isinstance(vec, (str, bytes)) or not isinstance(vec, Sequence):
-            msg = f"vectors[{i}] must be a sequence of floats, not {type(vec).__name__}"
-            raise InvalidTypeError(msg)
-        try:
-            out.append([float(x) for x in vec])
-        except (TypeError, ValueError) as exc:
-            msg = f"vectors[{i}] must hold numbers only"
-            raise InvalidTypeError(msg) from exc
     return out
 
 
@@ -187,12 +153,11 @@ class _QdrantBase(AsyncStoreMixin):
         """Validate a batch and its vectors (embedding the texts if needed) before anything is written."""
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
         if vectors is None:
-            vector_list = self.embedding.embed_documents(text_list) if text_list else []
-        else:
-            vector_list = _as_vector_lists(vectors)
+            vectors = self.embedding.embed_documents(text_list) if text_list else []
+        vector_list: list[list[float]] = []
         dim = self._dimension or 0
         if id_list:
-            dim = validate_vectors(vector_list, len(id_list), self._dimension)
+            vector_list, dim = validate_vectors(vectors, len(id_list), self._dimension)
         payloads = [
             {CONTENT_KEY: text, METADATA_KEY: meta, DOC_ID_KEY: doc_id}
             for doc_id, text, meta in zip(id_list, text_list, meta_list)
