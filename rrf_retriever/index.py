@@ -35,6 +35,7 @@ from rrf_retriever.types import SearchResult
 
 __all__ = [
     "DEFAULT_COLLECTION",
+    "JOURNAL_FILE",
     "KEYWORD_FILE",
     "MANIFEST_FILE",
     "QDRANT_DIR",
@@ -42,7 +43,9 @@ __all__ = [
     "IndexDirectoryError",
     "close_engine",
     "create_index",
+    "make_dense_store",
     "make_embedding",
+    "make_keyword_store",
     "open_index",
     "read_manifest",
     "result_to_dict",
@@ -123,22 +126,64 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     return manifest
 
 
+def make_keyword_store(kind: str, root: str | os.PathLike[str] | None) -> Any:
+    """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root) or
+    ``"bm25"`` (always in memory). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
+
+    Example:
+        >>> make_keyword_store("fts5", None).count()
+        0
+    """
+    if kind == "fts5":
+        from rrf_retriever.stores.fts5 import FTS5KeywordStore
+
+        if root is None:
+            return FTS5KeywordStore(":memory:")
+        Path(root).mkdir(parents=True, exist_ok=True)
+        return FTS5KeywordStore(Path(root) / KEYWORD_FILE)
+    if kind == "bm25":
+        from rrf_retriever.stores.bm25 import BM25KeywordStore
+
+        return BM25KeywordStore()
+    msg = f"keyword must be 'fts5', 'bm25' or a keyword store, got {kind!r}"
+    raise InvalidArgumentError(msg)
+
+
+def make_dense_store(
+    kind: str, embedding: Any, root: str | os.PathLike[str] | None, collection: str = DEFAULT_COLLECTION
+) -> Any:
+    """The dense store of the index layout: ``"qdrant-edge"`` (``root/qdrant-edge/``; a temporary folder without a
+    root) or ``"qdrant"`` (qdrant-client, ``root/qdrant/``; ``:memory:`` without a root).
+
+    Example:
+        >>> make_dense_store("faiss", None, None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rrf_retriever.errors.InvalidArgumentError: dense must be 'qdrant', 'qdrant-edge' ...
+    """
+    if kind not in _DENSE_DIRS:
+        msg = f"dense must be 'qdrant', 'qdrant-edge' or a dense store, got {kind!r}"
+        raise InvalidArgumentError(msg)
+    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
+
+    folder = None if root is None else Path(root) / _DENSE_DIRS[kind]
+    if kind == "qdrant-edge":
+        return QdrantEdgeDenseStore(embedding, path=folder)  # no root: removed when closed or collected
+    if folder is None:
+        return QdrantDenseStore(embedding, location=":memory:", collection_name=collection)
+    return QdrantDenseStore(embedding, path=folder, collection_name=collection)
+
+
 def _build_engine(
     root: Path, embedder: str, collection: str, dense_store: str = DEFAULT_DENSE_STORE, **settings: Any
 ) -> HybridEngine:
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
-    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
-
     if dense_store not in _DENSE_DIRS:
         msg = f"unknown dense store {dense_store!r} in the manifest; expected one of {sorted(_DENSE_DIRS)}"
         raise InvalidArgumentError(msg)
     embedding = make_embedding(embedder)
-    keyword = FTS5KeywordStore(root / KEYWORD_FILE)
+    keyword = make_keyword_store("fts5", root)
     try:
-        if dense_store == "qdrant-edge":
-            dense: Any = QdrantEdgeDenseStore(embedding, path=root / QDRANT_EDGE_DIR)
-        else:
-            dense = QdrantDenseStore(embedding, path=root / QDRANT_DIR, collection_name=collection)
+        dense = make_dense_store(dense_store, embedding, root, collection)
     except BaseException:
         keyword.close()
         raise

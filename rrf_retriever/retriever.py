@@ -35,7 +35,7 @@ from typing import Any
 
 from rrf_retriever.ensemble import FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.index import JOURNAL_FILE, KEYWORD_FILE, QDRANT_DIR, QDRANT_EDGE_DIR
+from rrf_retriever.index import JOURNAL_FILE, make_dense_store, make_keyword_store
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
 
 try:
@@ -515,34 +515,8 @@ def _check_search_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _make_keyword(keyword: str | Any, path: str | Path | None) -> Any:
-    if not isinstance(keyword, str):
-        return keyword
-    if keyword == "fts5":
-        from rrf_retriever.stores.fts5 import FTS5KeywordStore
-
-        if path is None:
-            return FTS5KeywordStore(":memory:")
-        Path(path).mkdir(parents=True, exist_ok=True)
-        return FTS5KeywordStore(str(Path(path) / KEYWORD_FILE))
-    if keyword == "bm25":
-        from rrf_retriever.stores.bm25 import BM25KeywordStore
-
-        return BM25KeywordStore()
-    msg = f"keyword must be 'fts5', 'bm25' or a keyword store, got {keyword!r}"
-    raise InvalidArgumentError(msg)
+    return make_keyword_store(keyword, path) if isinstance(keyword, str) else keyword
 
 
 def _make_dense(dense: str | Any, embedding: Any, path: str | Path | None, collection_name: str) -> Any:
-    if not isinstance(dense, str):
-        return dense
-    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
-
-    if dense == "qdrant":
-        if path is None:
-            return QdrantDenseStore(embedding, location=":memory:", collection_name=collection_name)
-        return QdrantDenseStore(embedding, path=str(Path(path) / QDRANT_DIR), collection_name=collection_name)
-    if dense == "qdrant-edge":
-        # No path: a temporary folder, removed when the store is closed or collected.
-        return QdrantEdgeDenseStore(embedding, path=None if path is None else Path(path) / QDRANT_EDGE_DIR)
-    msg = f"dense must be 'qdrant', 'qdrant-edge' or a dense store, got {dense!r}"
-    raise InvalidArgumentError(msg)
+    return make_dense_store(dense, embedding, path, collection_name) if isinstance(dense, str) else dense
