@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
@@ -41,6 +41,7 @@ __all__ = [
     "Analyzer",
     "build_match_query",
     "default_analyzer",
+    "match_expression",
     "normalize",
     "tokenize",
 ]
@@ -324,12 +325,29 @@ def build_match_query(
         >>> build_match_query("the a of") is None
         True
     """
-    if not isinstance(text, str):
-        msg = f"query must be a str, not {type(text).__name__}"
-        raise InvalidTypeError(msg)
+    check_str(text, "query")
     check_int(max_terms, "max_terms", 1)
-    terms = (analyzer or default_analyzer()).terms(text)[:max_terms]
-    if not terms:
-        return None
-    # Terms hold letters and digits only, so none contains '"'; the quotes make each a plain string.
-    return " OR ".join(f'"{t}"' for t in terms)
+    return match_expression((analyzer or default_analyzer()).terms(text)[:max_terms])
+
+
+def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:
+    """Quote analyzer terms and join them with ``OR`` or ``AND``: the one place FTS5 query syntax is written.
+
+    Every term must be what the analyzer makes (Unicode letters and digits only), so none can hold a ``"``;
+    anything else is refused rather than escaped, so a caller cannot pass raw user text by mistake.
+
+    Returns:
+        The MATCH string, or None for no terms.
+
+    Example:
+        >>> match_expression(["fts5", "index"], "AND")
+        '"fts5" AND "index"'
+    """
+    if operator not in ("OR", "AND"):
+        msg = f"operator must be 'OR' or 'AND', got {operator!r}"
+        raise InvalidArgumentError(msg)
+    for term in terms:
+        if not isinstance(term, str) or not term.isalnum():
+            msg = f"not an analyzer term (letters and digits only): {term!r:.60}"
+            raise InvalidArgumentError(msg)
+    return f" {operator} ".join(f'"{t}"' for t in terms) or None

@@ -59,7 +59,7 @@ from rrf_retriever.errors import (
     StoreUnavailableError,
 )
 from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
-from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
+from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
 from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str
 
 __all__ = ["FTS5KeywordStore", "MatchMode"]
@@ -145,11 +145,6 @@ def _fts_token(term: str) -> str | None:
             _STEM_CACHE.clear()
         _STEM_CACHE[term] = token
     return token
-
-
-def _quote(term: str) -> str:
-    # Analyzer terms hold Unicode letters and digits only, never '"': quoting makes each a plain string.
-    return f'"{term}"'
 
 
 class FTS5KeywordStore(AsyncStoreMixin):
@@ -582,7 +577,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
         scope_sql, scope_params = self._scope_sql(flt, excluded)
         with self._read("search") as conn:
             if self.mode == "and_or" and len(set(terms)) > 1:
-                first = " AND ".join(_quote(t) for t in dict.fromkeys(terms))
+                first = match_expression(list(dict.fromkeys(terms)), "AND")
                 hits = self._ranked(conn, first, limit, scope_sql, scope_params)
                 if len(hits) < limit:
                     seen = excluded | {h.id for h in hits}
@@ -596,9 +591,9 @@ class FTS5KeywordStore(AsyncStoreMixin):
     ) -> list[Hit]:
         informative, flat = self._split_by_idf(conn, terms)
         if not flat or not informative:
-            return self._ranked(conn, " OR ".join(_quote(t) for t in terms), limit, scope_sql, scope_params)
+            return self._ranked(conn, match_expression(terms), limit, scope_sql, scope_params)
         # Pass 1 without the zero-IDF terms (they add ~1e-6 to a score but cost a visit of most documents).
-        hits = self._ranked(conn, " OR ".join(_quote(t) for t in informative), limit, scope_sql, scope_params)
+        hits = self._ranked(conn, match_expression(informative), limit, scope_sql, scope_params)
         if len(hits) >= limit:
             return hits
         # Pass 2: documents that share only zero-IDF terms rank below every pass-1 document.
@@ -606,7 +601,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
         extra_params = [json.dumps([h.id for h in hits], ensure_ascii=False)] if hits else []
         more = self._ranked(
             conn,
-            " OR ".join(_quote(t) for t in terms),
+            match_expression(terms),
             limit - len(hits),
             scope_sql + extra_sql,
             [*scope_params, *extra_params],

@@ -14,6 +14,7 @@ from rrf_retriever.text import (
     Analyzer,
     build_match_query,
     default_analyzer,
+    match_expression,
     normalize,
     tokenize,
 )
@@ -125,6 +126,17 @@ def test_match_query_caps_terms() -> None:
     assert q == " OR ".join(['"word"'] * 5)
     with pytest.raises(InvalidArgumentError):
         build_match_query("x", max_terms=0)
+
+
+def test_match_expression_joins_analyzer_terms_and_refuses_anything_else() -> None:
+    assert match_expression(["a1", "ελληνικά"]) == '"a1" OR "ελληνικά"'
+    assert match_expression(["x", "y"], "AND") == '"x" AND "y"'
+    assert match_expression([]) is None
+    for bad in (['say "hi'], ["two words"], ["col:x"], [""], ["*"]):
+        with pytest.raises(InvalidArgumentError, match="analyzer term"):
+            match_expression(bad)
+    with pytest.raises(InvalidArgumentError, match="operator"):
+        match_expression(["x"], "NEAR")
 
 
 def test_match_query_rejects_non_strings_with_our_error() -> None:
