@@ -32,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
 from rrf_retriever.errors import RRFRetrieverError
+from rrf_retriever.types import check_number, parse_filter_values
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]
 
@@ -67,14 +68,6 @@ def _user_errors() -> Iterator[None]:
 # ---- input parsing -----------------------------------------------------------------------------------------
 
 
-def _parse_value(raw: str) -> str | int:
-    raw = raw.strip()
-    try:
-        return int(raw)
-    except ValueError:
-        return raw
-
-
 def parse_filters(items: Sequence[str] | None) -> dict[str, Any] | None:
     """``["session_id=1,2", "lang=en"]`` -> ``{"session_id": [1, 2], "lang": "en"}``.
 
@@ -93,7 +86,7 @@ def parse_filters(items: Sequence[str] | None) -> dict[str, Any] | None:
         if not sep or not key or not raw.strip():
             msg = f"bad filter {item!r}: write key=value, or key=v1,v2 for any of several values"
             raise UsageError(msg)
-        values = [_parse_value(v) for v in raw.split(",") if v.strip()]
+        values = parse_filter_values(raw)
         if not values:
             msg = f"bad filter {item!r}: no value after '='"
             raise UsageError(msg)
@@ -101,15 +94,10 @@ def parse_filters(items: Sequence[str] | None) -> dict[str, Any] | None:
     return {key: values[0] if len(values) == 1 else values for key, values in out.items()}
 
 
-def _check_weight(name: str, value: float | None) -> None:
-    if value is not None and (not math.isfinite(value) or value < 0):
-        msg = f"{name} must be a finite number >= 0, got {value}"
-        raise UsageError(msg)
-
-
 def _weights(semantic: float | None, keyword: float | None) -> dict[str, float] | None:
-    _check_weight("--semantic-weight", semantic)
-    _check_weight("--keyword-weight", keyword)
+    for name, value in (("--semantic-weight", semantic), ("--keyword-weight", keyword)):
+        if value is not None:
+            check_number(value, name)
     weights = {}
     if semantic is not None:
         weights["dense"] = semantic

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from rrf_retriever.ensemble import MAX_TOP_K, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, RRFRetrieverError
 from rrf_retriever.index import result_to_dict
+from rrf_retriever.types import parse_filter_values
 
 __all__ = ["SettingsPatch", "SettingsView", "create_app"]
 
@@ -91,19 +92,9 @@ def _view(engine: HybridEngine) -> SettingsView:
                         k=s.rrf_k, fetchK=s.fetch_k)
 
 
-def _parse_list(raw: str | None, name: str, *, ints: bool) -> list[Any] | None:
-    if raw is None or not raw.strip():
-        return None
-    values: list[Any] = [v.strip() for v in raw.split(",") if v.strip()]
-    if ints:
-        parsed = []
-        for v in values:
-            try:
-                parsed.append(int(v))
-            except ValueError:
-                parsed.append(v)  # a session id may be a string too; the filter compares exact values
-        values = parsed
-    return values
+def _id_list(raw: str | None) -> list[str] | None:
+    """``a,b`` -> ``["a", "b"]`` (ids stay strings)."""
+    return [v.strip() for v in raw.split(",") if v.strip()] if raw else None
 
 
 def _json_safe(value: Any) -> Any:
@@ -187,11 +178,11 @@ def create_app(engine: HybridEngine, *, title: str = "rrf-retriever settings ser
         exclude_ids: Annotated[Optional[str], Query(description="Comma list of ids never to return.")] = None,  # noqa: UP045
     ) -> JSONResponse:
         """Hybrid search; the hits carry their fused score, per-leg ranks and raw scores; plus the trace."""
-        sessions = _parse_list(session_ids, "session_ids", ints=True)
+        sessions = parse_filter_values(session_ids) if session_ids else None
         flt = {"session_id": sessions} if sessions else None
         try:
             result = await engine.asearch(q, top_k=top_k, filter=flt,
-                                          exclude_ids=_parse_list(exclude_ids, "exclude_ids", ints=False))
+                                          exclude_ids=_id_list(exclude_ids))
         except AllLegsFailedError as exc:
             raise HTTPException(503, str(exc)) from exc
         except RRFRetrieverError as exc:

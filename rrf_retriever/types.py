@@ -35,6 +35,7 @@ __all__ = [
     "check_str",
     "normalize_exclude_ids",
     "normalize_filter",
+    "parse_filter_values",
     "to_float_vector",
 ]
 
@@ -170,6 +171,25 @@ def normalize_filter(filter: FilterSpec | None) -> NormalizedFilter | None:
                 checked.append(v)
         out[key] = tuple(checked)
     return out
+
+
+def parse_filter_values(text: str) -> list[str | int]:
+    """The textual form of a filter value list (CLI ``key=1,2``, HTTP ``session_ids=1,2``): comma-separated,
+    blanks dropped, integers parsed, anything else kept as a string.
+
+    Example:
+        >>> parse_filter_values("1, 2,,en")
+        [1, 2, 'en']
+    """
+    values: list[str | int] = []
+    for raw in check_str(text, "filter values").split(","):
+        item = raw.strip()
+        if item:
+            try:
+                values.append(int(item))
+            except ValueError:
+                values.append(item)
+    return values
 
 
 def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
