@@ -51,7 +51,7 @@ from rrf_retriever.errors import (
     RRFRetrieverError,
     missing_dependency,
 )
-from rrf_retriever.types import check_str, to_float_vector
+from rrf_retriever.types import check_str, to_float_vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,15 +143,8 @@ class BaseEmbeddingAdapter:
 
     # -- checks ------------------------------------------------------------------------------------
     def _check_vectors(self, raw: object, expected: int) -> list[list[float]]:
-        if hasattr(raw, "tolist") and not isinstance(raw, Sequence):
-            raw = raw.tolist()
-        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
-            msg = f"the embedding model returned a {type(raw).__name__}, not a list of vectors"
-            raise EmbeddingError(msg)
-        if len(raw) != expected:
-            msg = f"the embedding model returned {len(raw)} vectors for {expected} texts"
-            raise EmbeddingError(msg)
-        vectors = [to_float_vector(v, f"the model's vector {i}", type_error=EmbeddingError) for i, v in enumerate(raw)]
+        vectors = to_float_vectors(raw, expected, "the embedding model's output", type_error=EmbeddingError,
+                                   count_error=EmbeddingError)
         for i, vec in enumerate(vectors):
             self._check_dimension(len(vec), i)
         return vectors

@@ -37,6 +37,7 @@ __all__ = [
     "normalize_filter",
     "parse_filter_values",
     "to_float_vector",
+    "to_float_vectors",
 ]
 
 FilterValue = str | int | bool
@@ -294,6 +295,31 @@ def to_float_vector(value: object, name: str, *, type_error: type[Exception] = I
         msg = f"{name} holds NaN or infinity"
         raise DimensionMismatchError(msg)
     return out
+
+
+def to_float_vectors(
+    value: object,
+    count: int,
+    name: str,
+    *,
+    type_error: type[Exception] = InvalidTypeError,
+    count_error: type[Exception] = DimensionMismatchError,
+) -> list[list[float]]:
+    """``count`` vectors (a list of vectors or a 2-D array) as lists of finite floats; see :func:`to_float_vector`.
+
+    Example:
+        >>> to_float_vectors([[1, 2], (3, 4)], 2, "vectors")
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+    if hasattr(value, "tolist") and not isinstance(value, Sequence):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a list of vectors, not {type(value).__name__}"
+        raise type_error(msg)
+    if len(value) != count:
+        msg = f"{name}: {len(value)} vectors for {count} texts"
+        raise count_error(msg)
+    return [to_float_vector(v, f"{name}[{i}]", type_error=type_error) for i, v in enumerate(value)]
 
 
 def check_id(doc_id: object, *, field_name: str = "id") -> str:

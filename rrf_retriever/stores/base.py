@@ -33,7 +33,7 @@ from rrf_retriever.types import (
     check_int,
     normalize_exclude_ids,
     normalize_filter,
-    to_float_vector,
+    to_float_vectors,
 )
 
 __all__ = [
@@ -269,15 +269,7 @@ def validate_vectors(vectors: object, count: int, dim: int | None = None) -> tup
         >>> validate_vectors([[0.1, 0.2]], 1)
         ([[0.1, 0.2]], 2)
     """
-    if hasattr(vectors, "tolist") and not isinstance(vectors, Sequence):
-        vectors = vectors.tolist()
-    if isinstance(vectors, (str, bytes)) or not isinstance(vectors, Sequence):
-        msg = f"vectors must be a list of vectors, not {type(vectors).__name__}"
-        raise InvalidTypeError(msg)
-    if len(vectors) != count:
-        msg = f"got {count} documents but {len(vectors)} vectors"
-        raise DimensionMismatchError(msg)
-    out = [to_float_vector(vec, f"vectors[{i}]") for i, vec in enumerate(vectors)]
+    out = to_float_vectors(vectors, count, "vectors")
     for i, vec in enumerate(out):
         if dim is None:
             dim = len(vec)
