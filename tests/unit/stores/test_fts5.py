@@ -45,7 +45,7 @@ def test_fts5_check_is_true_here() -> None:
         {"fields": ("text", "text")},
         {"fields": ("text", "ti tle")},
         {"fields": ("text", "rank")},
-        {"field_weights": {"title": 2.0}},
+        {"fields": ("text",), "field_weights": {"title": 2.0}},
         {"field_weights": {"text": -1.0}},
         {"field_weights": {"text": float("nan")}},
         {"mode": "and"},
@@ -75,7 +75,48 @@ def test_reopen_uses_the_saved_analyzer_and_refuses_another(tmp_path: Path) -> N
     with pytest.raises(InvalidArgumentError, match="another analyzer"):
         FTS5KeywordStore(path, analyzer=Analyzer())
     with pytest.raises(InvalidArgumentError, match="fields"):
-        FTS5KeywordStore(path, fields=("title", "text"))
+        FTS5KeywordStore(path, fields=("text",))
+
+
+def test_default_store_indexes_the_metadata_title_with_weight_two() -> None:
+    store = FTS5KeywordStore()
+    assert store.fields == ("title", "text") and store.field_weights == {"title": 2.0, "text": 1.0}
+    store.add(["t", "b", "n"], ["about cooking", "sqlite sqlite tips", "no title here"],
+              [{"title": "SQLite"}, {}, {"title": None}])
+    # Title x2: one title occurrence in a short document outranks two body occurrences.
+    assert ids_of(store.search("sqlite", 5)) == ["t", "b"]
+    # A missing, None or non-text title is an empty field in the default schema, never an error.
+    store.add(["x"], ["numbers"], [{"title": 2024}])
+    assert ids_of(store.search("numbers", 5)) == ["x"] and store.count() == 4
+
+
+def test_without_titles_the_default_ranks_exactly_like_a_flat_index() -> None:
+    texts = ["sqlite tuning guide", "vector search and sqlite", "fts5 bm25 ranking in sqlite", "cooking"]
+    ids = [f"d{i}" for i in range(len(texts))]
+    flat = FTS5KeywordStore(fields=("text",))
+    default = FTS5KeywordStore()
+    for store in (flat, default):
+        store.add(ids, texts)
+    for query in ("sqlite", "sqlite ranking", "vector guide"):
+        assert [(h.id, h.score) for h in default.search(query, 5)] == [(h.id, h.score) for h in flat.search(query, 5)]
+
+
+def test_reopen_keeps_the_saved_fields_and_weights(tmp_path: Path) -> None:
+    old = tmp_path / "old.sqlite"
+    with FTS5KeywordStore(old, fields=("text",)) as store:
+        store.add(["a"], ["plain text"], [{"title": "ignored"}])
+    with FTS5KeywordStore(old) as again:  # fields=None adopts the saved ("text",)
+        assert again.fields == ("text",) and again.field_weights == {"text": 1.0}
+        assert again.search("ignored", 5) == []
+    heavy = tmp_path / "heavy.sqlite"
+    with FTS5KeywordStore(heavy, field_weights={"title": 5.0}) as store:
+        store.add(["a"], ["body"], [{"title": "head"}])
+    with FTS5KeywordStore(heavy) as again:
+        assert again.field_weights == {"title": 5.0, "text": 1.0}
+    with FTS5KeywordStore(heavy, field_weights={"title": 1.0}) as again:  # weights are query-time: may change
+        assert again.field_weights == {"title": 1.0, "text": 1.0}
+    with pytest.raises(InvalidArgumentError, match="field_weights"):
+        FTS5KeywordStore(old, field_weights={"title": 2.0})
 
 
 def test_tables_prefix_keeps_two_stores_in_one_file_apart(tmp_path: Path) -> None:
