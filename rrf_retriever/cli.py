@@ -295,8 +295,8 @@ def search_command(
     exclude: list[str] | None = typer.Option(None, "--exclude", help="A document id never to return; "
                                                                         "repeatable."),
     semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
-    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1)."),
-    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 60)."),
+    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1.25)."),
+    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 2)."),
     explain: bool = typer.Option(False, "--explain", help="Show raw leg scores and the per-leg trace."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
@@ -339,8 +339,8 @@ def eval_command(
     embedder: str | None = typer.Option(None, help="Embedder if the index must be built first "
                                                       "(default minilm)."),
     semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
-    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1)."),
-    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 60)."),
+    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1.25)."),
+    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 2)."),
     keep_self_matches: bool = typer.Option(
         False, help="Keep a retrieved document whose id equals the query id (default: drop it, as BEIR does "
                     "for ArguAna)."),

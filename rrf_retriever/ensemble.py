@@ -48,7 +48,6 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import (
-    DEFAULT_RRF_K,
     distribution_based_score_fusion,
     relative_score_fusion,
     validate_weights,
@@ -72,6 +71,8 @@ from rrf_retriever.types import (
 )
 
 __all__ = [
+    "DEFAULT_HYBRID_RRF_K",
+    "DEFAULT_LEG_WEIGHTS",
     "MAX_TOP_K",
     "DenseLeg",
     "FunctionLeg",
@@ -88,6 +89,17 @@ logger = logging.getLogger("rrf_retriever")
 
 #: The largest ``top_k`` accepted; a bigger one is a caller's mistake (``top_k=10**9``), not a request.
 MAX_TOP_K = 10_000
+#: The engine's RRF constant unless told otherwise. 2, not the textbook 60: chosen with the keyword weight and the
+#: FTS5 title field on SciFact TRAIN (benchmarks/bench_sweep.py, one-standard-error rule), then reported on the
+#: test splits of SciFact and ArguAna (benchmarks/RESULTS.md). ``rrf_k=60`` is one argument away.
+DEFAULT_HYBRID_RRF_K = 2.0
+#: Default weight of a leg by its kind (a kind not listed weighs 1.0); chosen in the same sweep.
+DEFAULT_LEG_WEIGHTS: Mapping[str, float] = MappingProxyType({"dense": 1.0, "keyword": 1.25})
+# A leg whose store holds the GIL while it searches (qdrant-edge) stalls the other legs' threads, even those that
+# release it in C (SQLite), if it starts before they reach their C code: it starts this long after they were
+# called (sooner if they finish). Measured in benchmarks/bench_hybrid_speed.py ("head start").
+_GIL_HEADSTART_S = 0.001
+_LEG_START_WAIT_S = 0.05  # bound on waiting for a pool thread to pick a leg up
 FUSIONS: dict[str, Callable[..., list[FusedHit]]] = {
     "rrf": weighted_rrf,
     "relative_score": relative_score_fusion,
@@ -128,7 +140,7 @@ class RetrievalSettings:
 
     Attributes:
         weights: ``{source: weight >= 0}``; every source of the engine has one.
-        rrf_k: The RRF constant (default 60).
+        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 2).
         top_k: How many fused results to return (default 10).
         fetch_k: How many hits each leg fetches; None means ``2 * top_k`` (headroom for fusion).
         leg_timeout: Seconds a leg (and the query embedding) may take; None waits forever.
@@ -142,7 +154,7 @@ class RetrievalSettings:
     """
 
     weights: Mapping[str, float]
-    rrf_k: float = DEFAULT_RRF_K
+    rrf_k: float = DEFAULT_HYBRID_RRF_K
     top_k: int = 10
     fetch_k: int | None = None
     leg_timeout: float | None = None
@@ -197,6 +209,20 @@ class RetrievalSettings:
         }
 
 
+class _Entered:
+    """When a leg's thread called its store (see ``HybridEngine._head_start``)."""
+
+    __slots__ = ("at", "event")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.at = 0.0
+
+    def mark(self) -> None:
+        self.at = time.perf_counter()
+        self.event.set()
+
+
 # ---- legs -----------------------------------------------------------------------------------------------
 
 
@@ -227,6 +253,11 @@ class Leg:
     def sits_out(self, query: str) -> str | None:
         """A reason not to call this leg for ``query`` (None: call it)."""
         return None
+
+    @property
+    def holds_gil(self) -> bool:
+        """True if this leg's store keeps Python's GIL while it searches (declared by the store)."""
+        return bool(getattr(getattr(self, "store", None), "holds_gil", False))
 
 
 class KeywordLeg(Leg):
@@ -347,8 +378,9 @@ class HybridEngine:
 
     Args:
         sources: ``{name: store or Leg}``; a store with an ``embedding`` attribute is a dense leg.
-        weights: ``{name: weight}``; missing sources weigh 1.0.
-        rrf_k: The RRF constant (default 60).
+        weights: ``{name: weight}``; a source not named weighs :data:`DEFAULT_LEG_WEIGHTS` of its kind (keyword
+            stores 1.25, others 1.0).
+        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 2).
         top_k: Results per query (default 10).
         fetch_k: Hits per leg (default ``2 * top_k``).
         leg_timeout: Seconds each leg (and the query embedding) may take; None = no limit.
@@ -371,7 +403,7 @@ class HybridEngine:
         sources: Mapping[str, Any],
         weights: Mapping[str, float] | None = None,
         *,
-        rrf_k: float = DEFAULT_RRF_K,
+        rrf_k: float = DEFAULT_HYBRID_RRF_K,
         top_k: int = 10,
         fetch_k: int | None = None,
         leg_timeout: float | None = None,
@@ -399,7 +431,7 @@ class HybridEngine:
             msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(self._legs)}"
             raise InvalidArgumentError(msg)
         self._settings = RetrievalSettings(
-            weights={name: weights.get(name, 1.0) for name in self._legs},
+            weights={n: weights.get(n, DEFAULT_LEG_WEIGHTS.get(leg.kind, 1.0)) for n, leg in self._legs.items()},
             rrf_k=rrf_k,
             top_k=top_k,
             fetch_k=fetch_k,
@@ -546,17 +578,27 @@ class HybridEngine:
         pool = self._executor()
         timeout = settings.leg_timeout
         futures: dict[str, tuple[concurrent.futures.Future[list[Hit]], float]] = {}
+        entered: list[_Entered] = []
 
         def submit(name: str, leg: Leg, vector: Sequence[float] | None) -> None:
-            futures[name] = (pool.submit(leg.search, query, vector, fetch_k, flt, excl), time.perf_counter())
+            called = _Entered()
+            entered.append(called)
+
+            def call() -> list[Hit]:
+                called.mark()
+                return leg.search(query, vector, fetch_k, flt, excl)
+
+            futures[name] = (pool.submit(call), time.perf_counter())
 
         for name, leg in plan.active:
             if not isinstance(leg, DenseLeg):
                 submit(name, leg, None)
         vectors, embed_ms, embed_errors = self._embed_sync(plan, query, pool, timeout)
-        for name, leg in plan.active:
-            if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors:
-                submit(name, leg, vectors[id(leg.embedding)])
+        ready = [(n, leg) for n, leg in plan.active if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors]
+        if futures and any(leg.holds_gil for _, leg in ready):
+            self._head_start([f for f, _ in futures.values()], entered)
+        for name, leg in ready:
+            submit(name, leg, vectors[id(leg.embedding)])
         outcomes: dict[str, _LegOutcome] = {}
         for name, (future, submitted) in futures.items():
             remaining = None if timeout is None else max(0.0, submitted + timeout - time.perf_counter())
@@ -570,6 +612,23 @@ class HybridEngine:
                 outcomes[name] = _LegOutcome(None, (time.perf_counter() - submitted) * 1000, exc)
         return self._finish(plan, outcomes, embed_errors, embed_ms, settings, weights, top_k, fetch_k, flt, excl,
                             started)
+
+    @staticmethod
+    def _head_start(running: list[concurrent.futures.Future[list[Hit]]], entered: list[_Entered]) -> None:
+        """Let the legs already submitted get into their stores before a GIL-holding leg starts.
+
+        A store that keeps the GIL while it searches (qdrant-edge) stalls every other thread, even one that
+        would release the GIL inside C (SQLite), until it is done: the legs would run one after the other.
+        So it starts once the other legs have been called and have had ``_GIL_HEADSTART_S`` to reach their C
+        code (less if they finish first); the wait for a leg to be called is bounded, never the request.
+        """
+        deadline = time.perf_counter() + _LEG_START_WAIT_S
+        for leg in entered:
+            leg.event.wait(max(0.0, deadline - time.perf_counter()))
+        last_called = max((leg.at for leg in entered if leg.event.is_set()), default=time.perf_counter())
+        remaining = _GIL_HEADSTART_S - (time.perf_counter() - last_called)
+        if remaining > 0:
+            concurrent.futures.wait(running, timeout=remaining)
 
     def _embed_sync(
         self, plan: _Plan, query: str, pool: concurrent.futures.ThreadPoolExecutor, timeout: float | None
@@ -644,9 +703,13 @@ class HybridEngine:
                 else:
                     vectors[id(e)] = result
         embed_ms = (time.perf_counter() - t0) * 1000 if embeddings else 0.0
-        for name, leg in plan.active:
-            if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors:
-                tasks[name] = asyncio.ensure_future(run(leg, vectors[id(leg.embedding)]))
+        ready = [(n, leg) for n, leg in plan.active if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors]
+        if tasks and any(leg.holds_gil for _, leg in ready):
+            headstart = _GIL_HEADSTART_S - (time.perf_counter() - t0)
+            if headstart > 0:
+                await asyncio.wait(list(tasks.values()), timeout=headstart)
+        for name, leg in ready:
+            tasks[name] = asyncio.ensure_future(run(leg, vectors[id(leg.embedding)]))
         outcomes = dict(zip(tasks, await asyncio.gather(*tasks.values())))
         return self._finish(plan, outcomes, embed_errors, embed_ms, settings, weights, top_k, fetch_k, flt, excl,
                             started)

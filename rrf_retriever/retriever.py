@@ -14,7 +14,7 @@ Four things make the double inheritance work (each guarded by a test):
    dict): a retriever has no prompts, so it returns ``[]`` when LangChain passes a config and ``{}`` otherwise.
 4. Both async paths are native (``asearch``), not a sync call in disguise.
 
-Naming: the RRF constant is ``rrf_k`` (default 60); the number of results is ``top_k``. LangChain users write ``k``
+Naming: the RRF constant is ``rrf_k`` (default 2); the number of results is ``top_k``. LangChain users write ``k``
 for the number of results (``as_retriever(search_kwargs={"k": 4})``), so a bare ``k`` given to this retriever is
 taken as ``top_k``, never as the RRF constant.
 
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.ensemble import FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
+from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.index import JOURNAL_FILE, make_dense_store, make_keyword_store
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
@@ -189,8 +189,8 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         sources: More sources, ``{name: store | LangChain retriever | LlamaIndex retriever}``.
         weights: ``{source: weight >= 0}``; a source of weight 0 is not even queried.
         semantic_weight: Shortcut for ``weights["dense"]`` (default 1.0).
-        keyword_weight: Shortcut for ``weights["keyword"]`` (default 1.0).
-        rrf_k: The RRF constant (default 60).
+        keyword_weight: Shortcut for ``weights["keyword"]`` (default 1.25, tuned: see ``benchmarks/RESULTS.md``).
+        rrf_k: The RRF constant (default 2, tuned with the keyword weight; the textbook value is 60).
         top_k: Results per query (default 10). ``k`` is accepted as an alias (LangChain's name for it).
         fetch_k: Hits each leg fetches (default ``2 * top_k``).
         leg_timeout: Seconds a leg may take before it is dropped from the query.
@@ -225,7 +225,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         weights: Mapping[str, float] | None = None,
         semantic_weight: float | None = None,
         keyword_weight: float | None = None,
-        rrf_k: float = 60.0,
+        rrf_k: float = DEFAULT_HYBRID_RRF_K,
         top_k: int | None = None,
         k: int | None = None,
         fetch_k: int | None = None,

@@ -4,7 +4,7 @@ Endpoints (OpenAPI docs at ``/docs``):
 
 - ``GET /settings`` -> ``{"semanticWeight", "keywordWeight", "topK", "k", "fetchK"}``.
 - ``PATCH /settings`` with any subset of those keys (camelCase JSON). **In this API ``k`` is the RRF constant
-  (``rrf_k``, default 60)**, as the seed memory service names it, and ``topK`` is the number of results;
+  (``rrf_k``, default 2)**, as the seed memory service names it, and ``topK`` is the number of results;
   ``fetchK`` is the hits each leg fetches (``null`` = ``2 * topK``). Validated: an unknown key, a wrong type,
   NaN/infinity, a negative weight or ``k``, ``topK``/``fetchK`` outside 1..10000, or both weights 0 -> 422 and
   nothing changes. A valid change is one atomic settings swap: the next request uses it, no restart.
@@ -124,7 +124,7 @@ def create_app(engine: HybridEngine, *, title: str = "rrf-retriever settings ser
         title=title,
         description=(
             "Hybrid retrieval (dense + keyword) fused with weighted Reciprocal Rank Fusion. Settings are camelCase; "
-            "in this API `k` is the RRF constant (rrf_k, default 60) and `topK` is the number of results."
+            "in this API `k` is the RRF constant (rrf_k, default 2) and `topK` is the number of results."
         ),
     )
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]

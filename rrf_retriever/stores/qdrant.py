@@ -680,6 +680,10 @@ class QdrantEdgeDenseStore(_QdrantBase):
         ...     store.add(["a"], ["hello"])
     """
 
+    #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/bench_leg_overlap.py), so no other
+    #: Python thread runs meanwhile; the engine starts this leg after the others are under way.
+    holds_gil: bool = True
+
     def __init__(
         self,
         embedding: Any,

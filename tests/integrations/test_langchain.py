@@ -18,6 +18,7 @@ from integrations import langchain_rag_chain
 from integrations._corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 
 TEXTS = [f"note {i} about hybrid search, fusion and keyword index number {i + 10}" for i in range(12)]
@@ -57,7 +58,7 @@ class TestStandardRetrieverWithTopK(TestStandardRetrieverWithK):
 
 def test_k_is_the_number_of_results_never_the_rrf_constant() -> None:
     r = _retriever(k=4)
-    assert r.settings.top_k == 4 and r.settings.rrf_k == 60
+    assert r.settings.top_k == 4 and r.settings.rrf_k == DEFAULT_HYBRID_RRF_K
     assert len(r.invoke("hybrid", k=2)) == 2
     with pytest.raises(InvalidArgumentError, match="alias"):
         r.invoke("hybrid", k=2, top_k=3)
@@ -72,8 +73,9 @@ def test_documents_carry_id_and_rrf_metadata() -> None:
     assert top.id == "kb-1"
     assert top.metadata["session_id"] == 1 and top.metadata["kind"] == "kb"  # the user's keys stay
     assert set(top.metadata["rrf_ranks"]) <= {"dense", "keyword"} and top.metadata["rrf_ranks"]["keyword"] == 1
+    weights, k = r.settings.weights, r.settings.rrf_k
     assert top.metadata["rrf_score"] == pytest.approx(
-        sum(1 / (60 + rank) for rank in top.metadata["rrf_ranks"].values())
+        sum(weights[leg] / (k + rank) for leg, rank in top.metadata["rrf_ranks"].items())
     )
     assert set(top.metadata["rrf_scores"]) == set(top.metadata["rrf_ranks"])
 
@@ -172,7 +174,7 @@ def test_trace_reaches_langchain_callbacks_sync_and_async() -> None:
     trace = collector.events[0][1]
     assert {leg["name"] for leg in trace["legs"]} == {"dense", "keyword"}
     assert all(leg["called"] and leg["latency_ms"] >= 0 for leg in trace["legs"])
-    assert trace["weights"] == {"dense": 1.0, "keyword": 1.0} and trace["rrf_k"] == 60
+    assert trace["weights"] == dict(DEFAULT_LEG_WEIGHTS) and trace["rrf_k"] == DEFAULT_HYBRID_RRF_K
     assert len(collector.ended) == 2 and len(collector.ended[0]) == 2
 
 

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rrf_retriever.cli import app, parse_filters
+from rrf_retriever.ensemble import DEFAULT_LEG_WEIGHTS
 from rrf_retriever.index import MANIFEST_FILE
 
 runner = CliRunner()
@@ -103,7 +104,7 @@ def test_search_json_has_ranks_scores_and_trace(index_dir: Path) -> None:
     assert top["ranks"]["keyword"] == 1 and "dense" in top["ranks"]
     legs = {leg["name"]: leg for leg in data["trace"]["legs"]}
     assert legs["dense"]["called"] and legs["keyword"]["called"]
-    assert data["trace"]["weights"] == {"dense": 1.0, "keyword": 1.0}
+    assert data["trace"]["weights"] == dict(DEFAULT_LEG_WEIGHTS)
     assert data["trace"]["top_k"] == 3
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import FunctionLeg, HybridEngine, Leg, RetrievalSettings
+from rrf_retriever.ensemble import (
+    DEFAULT_HYBRID_RRF_K,
+    DEFAULT_LEG_WEIGHTS,
+    FunctionLeg,
+    HybridEngine,
+    Leg,
+    RetrievalSettings,
+)
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
@@ -265,6 +273,63 @@ def test_fusion_is_weighted_rrf_of_the_legs() -> None:
     engine.update_settings(weights={"keyword": 0.5}, rrf_k=30)
     got = engine.search("token expired").hits
     assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in expected]
+
+
+class _TimedFTS5(FTS5KeywordStore):
+    """FTS5 that records when each search started and ended, optionally lingering (a slow keyword leg)."""
+
+    def __init__(self, linger: float = 0.0) -> None:
+        super().__init__(":memory:")
+        self.linger = linger
+        self.spans: list[tuple[float, float]] = []
+
+    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+        start = time.perf_counter()
+        hits = super().search(*args, **kwargs)
+        time.sleep(self.linger)
+        self.spans.append((start, time.perf_counter()))
+        return hits
+
+
+class _GilHoldingDense(QdrantDenseStore):
+    """A dense store that declares it keeps the GIL while searching (as qdrant-edge-py 0.9 does)."""
+
+    holds_gil = True
+
+    def __init__(self) -> None:
+        super().__init__(HashingEmbedding(32), location=":memory:")
+        self.starts: list[float] = []
+
+    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+        self.starts.append(time.perf_counter())
+        return super().search(*args, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_gil_holding_leg_starts_after_the_others_and_still_overlaps_them(mode: str) -> None:
+    keyword, dense = _TimedFTS5(linger=0.3), _GilHoldingDense()
+    engine = HybridEngine({"dense": dense, "keyword": keyword})
+    ids = list(DOCS)
+    engine.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
+    result = engine.search("password") if mode == "sync" else asyncio.run(engine.asearch("password"))
+    assert result.ids
+    (keyword_start, keyword_end), dense_start = keyword.spans[-1], dense.starts[-1]
+    if mode == "sync":
+        # Started after the keyword leg was called (so it cannot stall that leg's way into SQLite); the async
+        # path gives the same head start by time (an asyncio task cannot see its thread start).
+        assert dense_start >= keyword_start
+    # Never waiting for the keyword leg to finish: the legs still run at the same time.
+    assert dense_start < keyword_end
+
+
+def test_default_weights_and_rrf_k_are_the_tuned_ones_and_explicit_values_win() -> None:
+    dense, keyword = _stores()
+    extra = FunctionLeg(lambda query, limit: [])
+    engine = HybridEngine({"dense": dense, "keyword": keyword, "extra": extra})
+    assert dict(engine.settings.weights) == {"dense": 1.0, "keyword": DEFAULT_LEG_WEIGHTS["keyword"], "extra": 1.0}
+    assert engine.settings.rrf_k == DEFAULT_HYBRID_RRF_K
+    explicit = HybridEngine({"dense": dense, "keyword": keyword}, {"keyword": 1.0}, rrf_k=60)
+    assert dict(explicit.settings.weights) == {"dense": 1.0, "keyword": 1.0} and explicit.settings.rrf_k == 60
 
 
 # ---- degrade, don't crash -------------------------------------------------------------------------------
