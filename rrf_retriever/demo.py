@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError
 
 __all__ = ["DemoQuery", "DemoReport", "default_demo_index_dir", "load_demo_queries", "main", "run_demo"]
@@ -37,7 +38,7 @@ TOP_K = 5
 MODES: dict[str, dict[str, float]] = {
     "dense": {"dense": 1.0, "keyword": 0.0},
     "keyword": {"dense": 0.0, "keyword": 1.0},
-    "hybrid": {"dense": 1.0, "keyword": 1.0},
+    "hybrid": dict(DEFAULT_LEG_WEIGHTS),  # the shipped defaults
 }
 
 
@@ -197,7 +198,9 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     queries = load_demo_queries()
     console.rule("[bold]rrf-retriever demo[/bold]: dense (MiniLM + Qdrant) + keyword (SQLite FTS5 BM25), "
                  "weighted RRF")
-    console.print("score(d) = Σ_leg weight_leg / (k + rank_leg(d)), k = 60. Columns: dense rank and keyword rank "
+    console.print(f"score(d) = Σ_leg weight_leg / (k + rank_leg(d)), k = {DEFAULT_HYBRID_RRF_K:g}, weights "
+                  f"dense {MODES['hybrid']['dense']:g} / keyword {MODES['hybrid']['keyword']:g} (the defaults). "
+                  "Columns: dense rank and keyword rank "
                   "(1-based, '-' = that leg did not return it), fused score. ✔ marks a relevant document.\n",
                   highlight=False)
     engine, reused, index_seconds = _open_demo_index(index_dir, corpus, rebuild, console)
@@ -233,7 +236,8 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
             q, hybrid, dense_only, doc_id = zero
             console.print(f"Query {q.query!r}: {doc_id} was found by the keyword leg only.", highlight=False)
             console.print(hits_table(hybrid.hits, explain=True, relevant=q.relevant,
-                                     title="weights dense=1, keyword=1"))
+                                     title=f"weights dense={MODES['hybrid']['dense']:g}, "
+                                           f"keyword={MODES['hybrid']['keyword']:g}"))
             console.print(hits_table(dense_only.hits, explain=True, relevant=q.relevant,
                                      title="weights dense=1, keyword=0: the keyword leg is not even called"))
             gone = doc_id not in dense_only.ids
