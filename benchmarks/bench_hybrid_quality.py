@@ -6,10 +6,13 @@ Usage:
 
 Systems, all over the SAME cached MiniLM vectors (``benchmarks/_data.py``):
 
-* dense only (our QdrantDenseStore, qdrant-client ``:memory:``), FTS5 alone, bm25s alone;
-* our hybrid with its DEFAULT settings: ``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids)`` (FTS5 +
-  Qdrant), asked ``top_k=100`` so Recall@100 is defined (``fetch_k`` default = ``2 * top_k``), and the same with
-  ``keyword="bm25"``;
+* dense only (our QdrantDenseStore, qdrant-client ``:memory:``), FTS5 alone (default: title field; and flat),
+  bm25s alone;
+* our hybrid with its DEFAULT settings: ``EnsembleRRFRetriever.from_texts(texts, embedding, metadatas=[{"title":
+  ...}], ids=ids)`` (FTS5 + qdrant-edge; each text is title + body, as every system gets it, and the title is also
+  in the metadata, as a LangChain ``Document`` from most loaders has it), asked ``top_k=100`` so Recall@100 is
+  defined (``fetch_k`` default = ``2 * top_k``); the same without titles in the metadata, with
+  ``keyword="bm25"``, and with the previous defaults (flat FTS5, weights 1/1, ``rrf_k=60``);
 * the LangChain and LlamaIndex anchors of ``benchmarks/_anchors.py`` (each member fetching 100).
 
 ArguAna: our stores drop the query's own document inside the store (``exclude_ids=[query_id]``); the anchors
@@ -42,6 +45,9 @@ DEPTH = 100
 Search = Callable[[str, str, Any], list[str]]  # (query id, text, vector) -> doc ids, best first
 
 
+OURS_DEFAULT = "ours: hybrid defaults (FTS5 + qdrant-edge)"
+
+
 def build_systems(b: Bundle, emb: PrecomputedEmbedding, with_anchors: bool) -> dict[str, tuple[Search, float]]:
     """name -> (search function, build seconds)."""
     excl: Callable[[str], list[str] | None] = (lambda q: [q]) if b.exclude_self else (lambda q: None)
@@ -53,17 +59,30 @@ def build_systems(b: Bundle, emb: PrecomputedEmbedding, with_anchors: bool) -> d
     systems["dense only (MiniLM, Qdrant)"] = (
         lambda q, t, v: [h.id for h in dense.search(v, DEPTH, exclude_ids=excl(q))], time.perf_counter() - t0
     )
-    for name, factory in (("FTS5 alone", FTS5KeywordStore), ("bm25s alone", BM25KeywordStore)):
+    titles = [{"title": b.ds.corpus[i]["title"]} for i in b.doc_ids]
+    keyword_alone: list[tuple[str, Callable[[], Any]]] = [
+        ("FTS5 alone (default: title field x2)", FTS5KeywordStore),
+        ("FTS5 alone, flat (no title field)", lambda: FTS5KeywordStore(fields=("text",))),
+        ("bm25s alone", BM25KeywordStore),
+    ]
+    for name, factory in keyword_alone:
         t0 = time.perf_counter()
         store = factory()
-        store.add(b.doc_ids, b.doc_texts)
+        store.add(b.doc_ids, b.doc_texts, titles)
         systems[name] = (
             lambda q, t, v, s=store: [h.id for h in s.search(t, DEPTH, exclude_ids=excl(q))],
             time.perf_counter() - t0,
         )
-    for name, keyword in (("ours: hybrid defaults (FTS5 + Qdrant)", "fts5"), ("ours: hybrid, keyword=bm25", "bm25")):
+    ours: list[tuple[str, list[dict[str, Any]] | None, dict[str, Any]]] = [
+        (OURS_DEFAULT, titles, {}),
+        ("ours: hybrid defaults, no titles in the metadata", None, {}),
+        ("ours: hybrid, keyword=bm25", titles, {"keyword": "bm25"}),
+        ("ours: previous defaults (flat FTS5, weights 1/1, rrf_k=60)", None,
+         {"keyword": FTS5KeywordStore(fields=("text",)), "keyword_weight": 1.0, "rrf_k": 60}),
+    ]
+    for name, metas, options in ours:
         t0 = time.perf_counter()
-        retriever = EnsembleRRFRetriever.from_texts(b.doc_texts, emb, ids=b.doc_ids, keyword=keyword)
+        retriever = EnsembleRRFRetriever.from_texts(b.doc_texts, emb, metas, ids=b.doc_ids, **options)
         systems[name] = (
             lambda q, t, v, r=retriever: [h.id for h in r.search(t, top_k=DEPTH, exclude_ids=excl(q)).hits],
             time.perf_counter() - t0,

@@ -45,8 +45,11 @@ def ablation() -> list[str]:
     data = _load("sweep.json")
     if not data:
         return []
-    lines = [f"\nGrid best on SciFact train: keyword weight {data['grid_best']['keyword_weight']:g} (dense 1.0), "
-             f"rrf_k {data['grid_best']['rrf_k']:g}: nDCG@10 {data['grid_best']['ndcg@10']:.4f}\n"]
+    best, chosen = data["best"], data["chosen"]
+    lines = [f"\nGrid best on SciFact train: title weight {best['title_weight']:g}, keyword weight "
+             f"{best['keyword_weight']:g} (dense 1.0), rrf_k {best['rrf_k']:g}: nDCG@10 {best['ndcg@10']:.4f}; "
+             f"chosen by the one-standard-error rule: title {chosen['title_weight']:g}, keyword "
+             f"{chosen['keyword_weight']:g}, rrf_k {chosen['rrf_k']:g}: nDCG@10 {chosen['ndcg@10']:.4f}\n"]
     labels = list(data["ablation"])
     lines.append("| step | " + " | ".join(f"{lab} nDCG@10 | {lab} R@100" for lab in labels) + " |")
     lines.append("|---|" + "---|---|" * len(labels))
