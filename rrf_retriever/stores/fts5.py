@@ -199,8 +199,10 @@ class FTS5KeywordStore(AsyncStoreMixin):
             weights when reopening, :data:`DEFAULT_FIELD_WEIGHTS` (title 2) with the default fields, else 1.0
             each. With equal weights, or an empty title, the ranking equals a flat index of the text.
         analyzer: The analyzer for stopwords and normalisation (default: Lucene stopwords, Porter). FTS5's porter
-            tokenizer stems; the analyzer drops stopwords from the query. When reopening a file, None uses the
-            saved analyzer; a different one raises :class:`InvalidArgumentError`.
+            tokenizer stems, so the analyzer's ``stem`` must be ``"porter"`` (anything else raises
+            :class:`InvalidArgumentError` rather than being ignored); the analyzer drops stopwords from the query.
+            When reopening a file, None uses the saved analyzer; a different one raises
+            :class:`InvalidArgumentError`.
         table: Prefix of the store's tables, so one file can hold several stores.
         mode: ``"or"`` (default: any query term, ranked by BM25 alone) or ``"and_or"`` (documents holding every
             term first, then fill up with any term). Measured on SciFact train: nDCG@10 0.6979 (or) vs 0.6980
@@ -388,6 +390,13 @@ class FTS5KeywordStore(AsyncStoreMixin):
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
             raise InvalidTypeError(msg)
+        if analyzer is not None and not (isinstance(analyzer.stem, str) and analyzer.stem.lower() == "porter"):
+            # The index is stemmed by FTS5's own porter tokenizer: any other choice would be silently ignored.
+            msg = (
+                f"FTS5KeywordStore stems with SQLite's porter tokenizer, so the analyzer's stem must be 'porter', "
+                f"not {analyzer.stem!r}; BM25KeywordStore takes any stemmer (or none)"
+            )
+            raise InvalidArgumentError(msg)
         columns = ", ".join(self.fields)
         with self._write("create its tables") as conn:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {self._meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -62,6 +62,12 @@ def test_analyzer_must_be_an_analyzer() -> None:
         FTS5KeywordStore(analyzer="porter")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("stem", [None, "english", str.upper])
+def test_a_stemmer_fts5_cannot_apply_is_refused_not_ignored(stem: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="porter"):
+        FTS5KeywordStore(analyzer=Analyzer(stem=stem))  # type: ignore[arg-type]
+
+
 def test_reopen_uses_the_saved_analyzer_and_refuses_another(tmp_path: Path) -> None:
     path = tmp_path / "kw.sqlite"
     custom = Analyzer(stopwords=["database"])
