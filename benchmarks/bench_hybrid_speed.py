@@ -214,12 +214,22 @@ def pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(xs, q)), 3) if xs else float("nan")
 
 
+def _peak_rss_kb() -> int:
+    """Peak resident set size of this process image in kB (Linux ``VmHWM``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the best there is
+
+
 def memory_of(name: str, size: str) -> dict[str, float]:
     """Run in a fresh subprocess: build one system, report build seconds and memory growth.
 
     ``rss_mb``: resident memory after the build minus before it (what the index keeps). ``peak_mb``: growth of
     the process's peak RSS during the build, over the peak already reached while generating the corpus (0 when
-    the build never rose above that; then ``rss_mb`` is the figure to read).
+    the build never rose above that; then ``rss_mb`` is the figure to read). The peak is ``VmHWM`` of
+    ``/proc/self/status``, which starts afresh at exec; ``getrusage``'s ``ru_maxrss`` does not (Linux keeps it
+    across execve), so it reported the PARENT benchmark's peak and hid every build's growth.
     """
     import psutil
 
@@ -227,14 +237,14 @@ def memory_of(name: str, size: str) -> dict[str, float]:
     gc.collect()
     proc = psutil.Process()
     rss_before = proc.memory_info().rss
-    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_before = _peak_rss_kb()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         _, handle = build(name, c, Path(tmp))
         build_s = time.perf_counter() - t0
         gc.collect()
         rss_after = proc.memory_info().rss
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak = _peak_rss_kb()
         disk = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
         del handle
     return {"build_s": round(build_s, 2), "rss_mb": round((rss_after - rss_before) / 2**20, 1),
@@ -292,17 +302,36 @@ def measure_size(size: str, n_queries: int, n_slow: int, systems: list[str], mem
         _STORES.clear()
     if memory:
         for name in systems:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--memory-of", name, "--sizes", size],
-                capture_output=True, text=True, check=False,
-            )
-            try:
-                out["systems"][name].update(json.loads(proc.stdout.strip().splitlines()[-1]))
-            except (IndexError, json.JSONDecodeError):
-                out["systems"][name]["memory_error"] = proc.stderr[-500:]
+            out["systems"][name].update(measure_memory(name, size))
             print(f"[{c['name']}] {name:52s} build {out['systems'][name].get('build_s')} s, "
                   f"peak +{out['systems'][name].get('peak_mb')} MB", flush=True)
     return out
+
+
+def measure_memory(name: str, size: str) -> dict[str, Any]:
+    """Build time and memory of one system, in a fresh process."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--memory-of", name, "--sizes", size], capture_output=True, text=True, check=False
+    )
+    try:
+        return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    except (IndexError, json.JSONDecodeError):
+        return {"memory_error": proc.stderr[-500:]}
+
+
+def memory_update(sizes: list[str], systems: list[str]) -> None:
+    """``--memory-only``: re-measure build time and memory into ``results/hybrid_speed.json``."""
+    path = RESULTS / "hybrid_speed.json"
+    result = json.loads(path.read_text())
+    for r in result["sizes"]:
+        size = str(r["docs"]) if r["corpus"].startswith("synthetic") else r["corpus"]
+        if size not in sizes:
+            continue
+        for name in systems:
+            if name in r["systems"]:
+                r["systems"][name].update(measure_memory(name, size))
+                print(f"[{r['corpus']}] {name:52s} {r['systems'][name]}", flush=True)
+    path.write_text(json.dumps(result, indent=2))
 
 
 def fusion_bench() -> dict[str, float]:
@@ -398,9 +427,14 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the build/peak-memory subprocesses")
     parser.add_argument("--skip-minilm", action="store_true", help="keep the MiniLM figure of the previous run")
     parser.add_argument("--memory-of", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-only", action="store_true",
+                        help="only (re)measure build time and memory, into the existing results JSON")
     args = parser.parse_args()
     if args.memory_of:
         print(json.dumps(memory_of(args.memory_of, args.sizes[0])))
+        return
+    if args.memory_only:
+        memory_update(args.sizes, args.systems)
         return
     result: dict[str, Any] = {"top_k": TOP_K, "filter": {"session_id": FILTER, "sessions": SESSIONS}, "sizes": []}
     previous = RESULTS / "hybrid_speed.json"

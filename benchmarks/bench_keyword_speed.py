@@ -124,6 +124,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
     parser.add_argument("--stores", nargs="+", default=STORES, choices=STORES)
     parser.add_argument("--one", nargs=2, metavar=("STORE", "SIZE"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", default="keyword_speed.json", help="file name under benchmarks/results/")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one[0], int(args.one[1]))))
@@ -146,7 +147,7 @@ def main() -> None:
                 f"peak {row['peak_mb']:7.1f} MB" + (f"  file {row['file_mb']} MB" if "file_mb" in row else ""),
                 flush=True,
             )
-    out = ROOT / "benchmarks" / "results" / "keyword_speed.json"
+    out = ROOT / "benchmarks" / "results" / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     print(f"wrote {out.relative_to(ROOT)}")
