@@ -194,7 +194,11 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
             msg = f"metadatas[{i}]: metadata keys must be strings, got {key!r}"
             raise InvalidTypeError(msg)
     try:
-        json.dumps(out, allow_nan=False)
+        # Stores write the JSON as UTF-8 (SQLite, Qdrant payloads): a lone surrogate must fail here, not there.
+        json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"metadatas[{i}] is not valid Unicode (lone surrogate?)"
+        raise InvalidArgumentError(msg) from exc
     except (TypeError, ValueError) as exc:
         msg = f"metadatas[{i}] must be JSON-serialisable (no NaN, no objects): {exc}"
         raise InvalidArgumentError(msg) from exc

@@ -253,6 +253,8 @@ def test_bad_batch_writes_nothing(store: Any) -> None:
         store.add(["x", "x"], ["a", "b"])
     with pytest.raises(InvalidArgumentError):
         store.add(["x"], ["a"], [{"v": float("nan")}])
+    with pytest.raises(InvalidArgumentError, match="Unicode"):
+        store.add(["x"], ["a"], [{"v": "lone \ud800"}])
     assert store.count() == 5
 
 

@@ -222,6 +222,8 @@ def test_limit_zero_empty_store_and_stopword_query(store: Any, kind: str) -> Non
         (lambda s: s.add(["a"], ["x"], [{"v": float("nan")}]), InvalidArgumentError),
         (lambda s: s.add(["a"], ["x"], [{"v": object()}]), InvalidArgumentError),
         (lambda s: s.add(["a"], ["lone \ud800"]), InvalidArgumentError),
+        (lambda s: s.add(["a"], ["x"], [{"title": "lone \ud800"}]), InvalidArgumentError),
+        (lambda s: s.add(["a"], ["x"], [{"k\udfff": "v"}]), InvalidArgumentError),
         (lambda s: s.add("abc", ["x", "y", "z"]), InvalidTypeError),
         (lambda s: s.delete("abc"), InvalidTypeError),
         (lambda s: s.delete([None]), InvalidTypeError),
