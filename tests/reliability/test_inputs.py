@@ -11,6 +11,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
@@ -18,6 +20,7 @@ from rrf_retriever.retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
+from tests.hostile import HOSTILE_QUERIES
 from tests.reliability.harness import DIM
 
 BAD_SETTINGS: list[tuple[dict[str, Any], type[Exception], str]] = [
@@ -154,3 +157,43 @@ def test_bad_batches_are_refused_before_anything_is_written(
     with pytest.raises(error, match=field):
         retriever.engine.add(ids, texts, metadatas)
     assert retriever.engine.count() == before
+
+
+# Any string, lone surrogates, NUL and FTS5 syntax included (hypothesis' default text leaves surrogates out).
+_ANY_TEXT = st.one_of(st.text(st.characters(blacklist_categories=()), max_size=30), st.sampled_from(HOSTILE_QUERIES))
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), _ANY_TEXT)
+_METADATA = st.one_of(
+    st.none(),
+    st.dictionaries(st.one_of(_ANY_TEXT, st.sampled_from(["title", "session_id"])),
+                    st.one_of(_SCALAR, st.lists(_SCALAR, max_size=3)), max_size=4),
+)
+
+
+@pytest.fixture(scope="module")
+def default_stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The embedded default stack on disk: FTS5 (title field) + qdrant-edge, journaled, hashing vectors."""
+    path = tmp_path_factory.mktemp("default-stack")
+    retriever = EnsembleRRFRetriever.from_texts(["seed document"], HashingEmbedding(DIM), ids=["seed"], path=path)
+    yield retriever.engine
+    retriever.engine.close()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(st.tuples(_ANY_TEXT, _ANY_TEXT, _METADATA), min_size=1, max_size=4))
+def test_any_write_is_stored_whole_or_refused_with_our_error(default_stack: Any, batch: list[Any]) -> None:
+    ids, texts, metadatas = ([row[i] for row in batch] for i in range(3))
+    before = default_stack.count()
+    try:
+        default_stack.add(ids, texts, metadatas)
+    except RRFRetrieverError:
+        event("refused")
+        assert default_stack.count() == before  # refused: nothing written to either store
+        return
+    event("stored")
+    stored = {r.id: r for r in default_stack.get(ids)}
+    assert set(stored) == set(ids)
+    for doc_id, text in zip(ids, texts):
+        assert stored[doc_id].text == text
+    counts = default_stack.count()
+    assert counts["dense"] == counts["keyword"]
+    default_stack.delete(ids)
