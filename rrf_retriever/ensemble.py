@@ -99,7 +99,9 @@ DEFAULT_LEG_WEIGHTS: Mapping[str, float] = MappingProxyType({"dense": 1.0, "keyw
 # release it in C (SQLite), if it starts before they reach their C code: it starts this long after they were
 # called (sooner if they finish). Measured in benchmarks/bench_hybrid_speed.py ("head start").
 _GIL_HEADSTART_S = 0.001
-_LEG_START_WAIT_S = 0.05  # bound on waiting for a pool thread to pick a leg up
+# Bound on waiting for a pool thread to pick the other legs up: when every worker is busy (many concurrent
+# queries) they are queued, the head start cannot help, and the GIL-holding leg should not wait longer.
+_LEG_START_WAIT_S = 0.005
 FUSIONS: dict[str, Callable[..., list[FusedHit]]] = {
     "rrf": weighted_rrf,
     "relative_score": relative_score_fusion,
