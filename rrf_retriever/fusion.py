@@ -180,7 +180,8 @@ def weighted_rrf(
     Args:
         ranked: ``{source: hits best first}``.
         weights: ``{source: weight >= 0}``; missing sources weigh 1.0.
-        k: The RRF constant, finite and >= 0 (default 60). Larger k flattens the rank curve.
+        k: The RRF constant, finite and >= 0 (default 60, the paper's). Larger k flattens the rank curve. The
+            hybrid retriever's own default is 2 (``ensemble.DEFAULT_HYBRID_RRF_K``, tuned on SciFact train).
         limit: Keep only the best ``limit`` results (None: all).
 
     Returns:
