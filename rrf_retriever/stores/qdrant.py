@@ -196,6 +196,35 @@ class _QdrantBase(AsyncStoreMixin):
         vec = [float(x) for x in vector] if vector is not None else None
         return Record(id=hit.id, text=hit.text, metadata=hit.metadata, vector=vec)
 
+    def _build_filter(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Any:
+        """Our scope as a Qdrant filter, for both engines: every filtered key must hold one of its values (bools
+        apart from ints, each type its own condition) and no excluded id may match. None when nothing is scoped.
+        The engine-specific model classes come from :meth:`_condition`, :meth:`_filter` and :meth:`_has_ids`."""
+        must: list[Any] = []
+        for key, values in (flt or {}).items():
+            field_key = f"{METADATA_KEY}.{key}"
+            strs, ints, bools = _split_values(values)
+            alternatives = [self._condition(field_key, g if len(g) > 1 else g[0]) for g in (strs, ints) if g]
+            alternatives += [self._condition(field_key, self._bool(b)) for b in bools]
+            must.append(alternatives[0] if len(alternatives) == 1 else self._filter(should=alternatives))
+        must_not = [self._has_ids(excluded)] if excluded else None
+        if not must and not must_not:
+            return None
+        return self._filter(must=must or None, must_not=must_not)
+
+    def _condition(self, field_key: str, value: Any) -> Any:
+        """A field condition: ``MatchAny`` for a list of values, ``MatchValue`` for one."""
+        raise NotImplementedError
+
+    def _filter(self, **parts: Any) -> Any:
+        raise NotImplementedError
+
+    def _has_ids(self, excluded: frozenset[str]) -> Any:
+        raise NotImplementedError
+
+    def _bool(self, value: bool) -> Any:
+        return value
+
     def _prepare_search(
         self,
         vector: Sequence[float],
@@ -368,28 +397,16 @@ class QdrantDenseStore(_QdrantBase):
             raise DimensionMismatchError(msg)
 
     # -- filters -----------------------------------------------------------------------------------
-    def _build_filter(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Any:
+    def _condition(self, field_key: str, value: Any) -> Any:
         models = self._models
-        must: list[Any] = []
-        for key, values in (flt or {}).items():
-            field_key = f"{METADATA_KEY}.{key}"
-            strs, ints, bools = _split_values(values)
-            alternatives: list[Any] = []
-            for group in (strs, ints):
-                if len(group) == 1:
-                    match: Any = models.MatchValue(value=group[0])
-                    alternatives.append(models.FieldCondition(key=field_key, match=match))
-                elif group:
-                    match = models.MatchAny(any=group)
-                    alternatives.append(models.FieldCondition(key=field_key, match=match))
-            alternatives.extend(
-                models.FieldCondition(key=field_key, match=models.MatchValue(value=b)) for b in bools
-            )
-            must.append(alternatives[0] if len(alternatives) == 1 else models.Filter(should=alternatives))
-        must_not = [models.HasIdCondition(has_id=sorted(point_id(i) for i in excluded))] if excluded else None
-        if not must and not must_not:
-            return None
-        return models.Filter(must=must or None, must_not=must_not)
+        match = models.MatchAny(any=value) if isinstance(value, list) else models.MatchValue(value=value)
+        return models.FieldCondition(key=field_key, match=match)
+
+    def _filter(self, **parts: Any) -> Any:
+        return self._models.Filter(**parts)
+
+    def _has_ids(self, excluded: frozenset[str]) -> Any:
+        return self._models.HasIdCondition(has_id=sorted(point_id(i) for i in excluded))
 
     def _ensure_payload_indexes(self, flt: NormalizedFilter | None) -> None:
         """On a server, index each filtered key once (local mode ignores payload indexes)."""
@@ -845,27 +862,20 @@ class QdrantEdgeDenseStore(_QdrantBase):
             raise StoreError(msg) from exc
 
     # -- filters -----------------------------------------------------------------------------------
-    def _build_filter(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Any:
+    def _condition(self, field_key: str, value: Any) -> Any:
         qe = self._qe
-        must: list[Any] = []
-        for key, values in (flt or {}).items():
-            field_key = f"{METADATA_KEY}.{key}"
-            strs, ints, bools = _split_values(values)
-            alternatives: list[Any] = []
-            for group in (strs, ints):
-                if len(group) == 1:
-                    alternatives.append(qe.FieldCondition(key=field_key, match=qe.MatchValue(group[0])))
-                elif group:
-                    alternatives.append(qe.FieldCondition(key=field_key, match=qe.MatchAny(group)))
-            # numpy.bool_: qdrant-edge 0.9 reads a Python bool as an integer, numpy's bool as a JSON bool.
-            alternatives.extend(
-                qe.FieldCondition(key=field_key, match=qe.MatchValue(self._np.bool_(b))) for b in bools
-            )
-            must.append(alternatives[0] if len(alternatives) == 1 else qe.Filter(should=alternatives))
-        must_not = [qe.HasIdCondition({uuid.UUID(point_id(i)) for i in excluded})] if excluded else None
-        if not must and not must_not:
-            return None
-        return qe.Filter(must=must or None, must_not=must_not)
+        match = qe.MatchAny(value) if isinstance(value, list) else qe.MatchValue(value)
+        return qe.FieldCondition(key=field_key, match=match)
+
+    def _filter(self, **parts: Any) -> Any:
+        return self._qe.Filter(**parts)
+
+    def _has_ids(self, excluded: frozenset[str]) -> Any:
+        return self._qe.HasIdCondition({uuid.UUID(point_id(i)) for i in excluded})
+
+    def _bool(self, value: bool) -> Any:
+        # numpy.bool_: qdrant-edge 0.9 reads a Python bool as an integer, numpy's bool as a JSON bool.
+        return self._np.bool_(value)
 
     def _ensure_payload_indexes(self, flt: NormalizedFilter | None) -> None:
         """Index each filtered metadata key once (persisted in the shard).
