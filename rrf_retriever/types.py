@@ -36,6 +36,7 @@ __all__ = [
     "normalize_exclude_ids",
     "normalize_filter",
     "parse_filter_values",
+    "scope_key",
     "to_float_vector",
     "to_float_vectors",
 ]
@@ -366,13 +367,28 @@ def matches_filter(metadata: Mapping[str, Any], flt: NormalizedFilter | None) ->
 
 
 def _same_value(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return False
+    key = scope_key(a)
+    return key is not None and key == scope_key(b)
+
+
+def scope_key(value: object) -> tuple[str, Any] | None:
+    """The typed key by which a filter compares a scalar metadata value; the one definition every store uses.
+
+    ``("b", bool)``, ``("n", number)`` or ``("s", str)``: bools are kept apart from numbers (``True`` is not
+    ``1``), ``2`` and ``2.0`` are the same number. None for what no filter can match (NaN, infinity, None,
+    containers, objects).
+
+    Example:
+        >>> scope_key(True), scope_key(2) == scope_key(2.0), scope_key(float("nan"))
+        (('b', True), True, None)
+    """
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, (int, float)):
+        return ("n", value) if not isinstance(value, float) or math.isfinite(value) else None
+    if isinstance(value, str):
+        return ("s", value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str
+from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str, scope_key
 
 __all__ = ["BM25KeywordStore", "Engine"]
 
@@ -59,17 +58,6 @@ _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "bm25s": {"k1": 1.2, "b": 0.75},
     "rank_bm25": {"k1": 1.5, "b": 0.75},
 }
-
-
-def _scope_key(value: object) -> tuple[str, Any] | None:
-    """The typed key under which a scalar value is indexed: bools apart from ints, 2 == 2.0 (as matches_filter)."""
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, (int, float)):
-        return ("n", value) if not isinstance(value, float) or math.isfinite(value) else None
-    if isinstance(value, str):
-        return ("s", value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -116,7 +104,7 @@ class _Index:
             for key, value in doc.metadata.items():
                 values = value if isinstance(value, list) else (value,)
                 for v in values:
-                    tagged = _scope_key(v)
+                    tagged = scope_key(v)
                     if tagged is not None:
                         bucket = scope.setdefault((key, *tagged), [])
                         if not bucket or bucket[-1] != pos:
@@ -144,7 +132,7 @@ class _Index:
         for key, values in (flt or {}).items():
             key_mask = np.zeros(len(self.ids), dtype=bool)
             for value in values:
-                tagged = _scope_key(value)
+                tagged = scope_key(value)
                 positions = self.scope.get((key, *tagged)) if tagged is not None else None
                 if positions is not None:
                     key_mask[positions] = True

@@ -65,7 +65,7 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str
+from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str, scope_key
 
 __all__ = ["DEFAULT_FIELDS", "DEFAULT_FIELD_WEIGHTS", "FTS5KeywordStore", "MatchMode"]
 
@@ -126,16 +126,17 @@ def _fts5_available() -> bool:
 
 
 def _scope_value(value: object) -> tuple[str, Any] | None:
-    """The (vtype, value) row a scalar metadata value gets in the scope table; None for other types."""
-    if isinstance(value, bool):
-        return ("b", int(value))
-    if isinstance(value, int):
-        return ("n", value) if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float):
-        return ("n", value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        return ("s", value)
-    return None
+    """The (vtype, value) row of a scalar metadata value: :func:`~rrf_retriever.types.scope_key`, stored as SQLite
+    can hold it (a bool as 0/1 under its own vtype; an integer beyond 64 bits has no row)."""
+    key = scope_key(value)
+    if key is None:
+        return None
+    vtype, v = key
+    if vtype == "b":
+        return ("b", int(v))
+    if isinstance(v, int) and not -(2**63) <= v < 2**63:
+        return None
+    return key
 
 
 def _scope_rows(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
