@@ -13,6 +13,7 @@ precomputed (no embedding), the worst case for the GIL. Prints queries/s and p50
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import tempfile
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _data import RESULTS, PrecomputedEmbedding
+from _data import RESULTS, PrecomputedEmbedding, without_head_start
 from bench_hybrid_speed import synthetic
 
 from rrf_retriever.ensemble import HybridEngine
@@ -46,9 +47,6 @@ def build(n_docs: int, n_queries: int) -> tuple[HybridEngine, list[str]]:
 
 
 def run(engine: HybridEngine, queries: list[str], threads: int, head_start: bool) -> dict[str, float]:
-    original = HybridEngine.__dict__["_head_start"]
-    if not head_start:
-        HybridEngine._head_start = staticmethod(lambda running, entered: None)  # type: ignore[method-assign]
     latencies: list[float] = []
     lock = threading.Lock()
 
@@ -60,7 +58,7 @@ def run(engine: HybridEngine, queries: list[str], threads: int, head_start: bool
             with lock:
                 latencies.append((time.perf_counter() - t0) * 1000)
 
-    try:
+    with contextlib.nullcontext() if head_start else without_head_start():
         t0 = time.perf_counter()
         workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
         for w in workers:
@@ -68,8 +66,6 @@ def run(engine: HybridEngine, queries: list[str], threads: int, head_start: bool
         for w in workers:
             w.join()
         wall = time.perf_counter() - t0
-    finally:
-        HybridEngine._head_start = original  # type: ignore[method-assign]
     return {"queries_per_s": round(len(queries) / wall, 1), "p50_ms": round(statistics.median(latencies), 2),
             "p95_ms": round(float(np.percentile(latencies, 95)), 2)}
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _data import RESULTS, PrecomputedEmbedding, load_bundle, minilm
+from _data import RESULTS, PrecomputedEmbedding, load_bundle, minilm, without_head_start
 
 from rrf_retriever.fusion import weighted_rrf
 from rrf_retriever.types import Hit
@@ -150,18 +150,11 @@ def build(name: str, c: dict[str, Any], tmp: Path) -> tuple[Search, Any]:
         if head_start:
             return (lambda t, v, s: r.search(t, filter=flt(s))), r
 
-        def without_head_start(t: str, v: Any, s: list[int] | None) -> Any:
-            # The engine as it was before the head start: the GIL-holding leg starts as soon as it has its vector.
-            from rrf_retriever import ensemble
-
-            saved = ensemble.HybridEngine.__dict__["_head_start"]
-            ensemble.HybridEngine._head_start = staticmethod(lambda running, entered: None)  # type: ignore[method-assign]
-            try:
+        def search_without_head_start(t: str, v: Any, s: list[int] | None) -> Any:
+            with without_head_start():
                 return r.search(t, filter=flt(s))
-            finally:
-                ensemble.HybridEngine._head_start = saved  # type: ignore[method-assign]
 
-        return without_head_start, r
+        return search_without_head_start, r
 
     systems: dict[str, Callable[[], tuple[Search, Any]]] = {
         "keyword: FTS5": lambda: keyword_leg("fts5"),

@@ -596,7 +596,7 @@ class HybridEngine:
             if not isinstance(leg, DenseLeg):
                 submit(name, leg, None)
         vectors, embed_ms, embed_errors = self._embed_sync(plan, query, pool, timeout)
-        ready = [(n, leg) for n, leg in plan.active if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors]
+        ready = self._dense_ready(plan, vectors)
         if futures and any(leg.holds_gil for _, leg in ready):
             self._head_start([f for f, _ in futures.values()], entered)
         for name, leg in ready:
@@ -614,6 +614,11 @@ class HybridEngine:
                 outcomes[name] = _LegOutcome(None, (time.perf_counter() - submitted) * 1000, exc)
         return self._finish(plan, outcomes, embed_errors, embed_ms, settings, weights, top_k, fetch_k, flt, excl,
                             started)
+
+    @staticmethod
+    def _dense_ready(plan: _Plan, vectors: Mapping[int, Sequence[float]]) -> list[tuple[str, Leg]]:
+        """The active dense legs whose query vector is there (a failed embedding leaves its legs out)."""
+        return [(n, leg) for n, leg in plan.active if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors]
 
     @staticmethod
     def _head_start(running: list[concurrent.futures.Future[list[Hit]]], entered: list[_Entered]) -> None:
@@ -705,7 +710,7 @@ class HybridEngine:
                 else:
                     vectors[id(e)] = result
         embed_ms = (time.perf_counter() - t0) * 1000 if embeddings else 0.0
-        ready = [(n, leg) for n, leg in plan.active if isinstance(leg, DenseLeg) and id(leg.embedding) in vectors]
+        ready = self._dense_ready(plan, vectors)
         if tasks and any(leg.holds_gil for _, leg in ready):
             headstart = _GIL_HEADSTART_S - (time.perf_counter() - t0)
             if headstart > 0:
