@@ -118,6 +118,9 @@ class BaseEmbeddingAdapter:
 
     #: Short name of the model, used in cache keys and reprs.
     model_id: str = "custom"
+    #: Names of the wrapped model's own async methods (documents, query), used when they are coroutine functions;
+    #: otherwise the sync path runs in a thread.
+    native_async: tuple[str, str] | None = None
 
     def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -136,10 +139,18 @@ class BaseEmbeddingAdapter:
         return self._embed_batch([text])[0]
 
     async def _aembed_batch(self, texts: list[str]) -> Sequence[Any]:
-        return await asyncio.to_thread(self._embed_batch, texts)
+        native = self._native_async(0)
+        return await native(texts) if native is not None else await asyncio.to_thread(self._embed_batch, texts)
 
     async def _aembed_one_query(self, text: str) -> Any:
-        return await asyncio.to_thread(self._embed_one_query, text)
+        native = self._native_async(1)
+        return await native(text) if native is not None else await asyncio.to_thread(self._embed_one_query, text)
+
+    def _native_async(self, which: int) -> Any:
+        if self.native_async is None:
+            return None
+        fn = getattr(getattr(self, "model", None), self.native_async[which], None)
+        return fn if fn is not None and inspect.iscoroutinefunction(fn) else None
 
     # -- checks ------------------------------------------------------------------------------------
     def _check_vectors(self, raw: object, expected: int) -> list[list[float]]:
@@ -276,6 +287,8 @@ class LangChainEmbeddingAdapter(BaseEmbeddingAdapter):
     the model's own ``aembed_*`` when it has them.
     """
 
+    native_async = ("aembed_documents", "aembed_query")
+
     def __init__(self, model: Any, *, batch_size: int = 256) -> None:
         super().__init__(batch_size=batch_size)
         self.model = model
@@ -291,21 +304,12 @@ class LangChainEmbeddingAdapter(BaseEmbeddingAdapter):
     def _embed_one_query(self, text: str) -> Any:
         return self.model.embed_query(text)
 
-    async def _aembed_batch(self, texts: list[str]) -> Sequence[Any]:
-        fn = getattr(self.model, "aembed_documents", None)
-        if fn is not None and inspect.iscoroutinefunction(fn):
-            return await fn(texts)
-        return await super()._aembed_batch(texts)
-
-    async def _aembed_one_query(self, text: str) -> Any:
-        fn = getattr(self.model, "aembed_query", None)
-        if fn is not None and inspect.iscoroutinefunction(fn):
-            return await fn(text)
-        return await super()._aembed_one_query(text)
 
 
 class LlamaIndexEmbeddingAdapter(BaseEmbeddingAdapter):
     """Wraps a LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` / ``get_query_embedding``)."""
+
+    native_async = ("aget_text_embedding_batch", "aget_query_embedding")
 
     def __init__(self, model: Any, *, batch_size: int = 256) -> None:
         super().__init__(batch_size=batch_size)
@@ -318,17 +322,6 @@ class LlamaIndexEmbeddingAdapter(BaseEmbeddingAdapter):
     def _embed_one_query(self, text: str) -> Any:
         return self.model.get_query_embedding(text)
 
-    async def _aembed_batch(self, texts: list[str]) -> Sequence[Any]:
-        fn = getattr(self.model, "aget_text_embedding_batch", None)
-        if fn is not None:
-            return await fn(texts)
-        return await super()._aembed_batch(texts)
-
-    async def _aembed_one_query(self, text: str) -> Any:
-        fn = getattr(self.model, "aget_query_embedding", None)
-        if fn is not None:
-            return await fn(text)
-        return await super()._aembed_one_query(text)
 
 
 def as_embedding(obj: Any) -> BaseEmbeddingAdapter:
