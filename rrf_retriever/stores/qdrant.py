@@ -225,6 +225,38 @@ class _QdrantBase(AsyncStoreMixin):
     def _bool(self, value: bool) -> Any:
         return value
 
+    def _check_usable(self) -> None:
+        """Raise if the store cannot serve a call (the edge store once closed)."""
+
+    def search(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        filter: FilterSpec | None = None,
+        exclude_ids: Iterable[str] | None = None,
+    ) -> list[Hit]:
+        """The ``limit`` nearest documents (cosine similarity) among those the scope allows.
+
+        Raises:
+            DimensionMismatchError: the vector's dimension differs from the collection's, or it holds NaN.
+            FilterError: a malformed filter or ``exclude_ids``.
+            StoreError: Qdrant failed, or the store is closed.
+        """
+        prepared = self._prepare_search(vector, limit, filter, exclude_ids)
+        if prepared is None:
+            return []
+        query, limit, flt, excluded = prepared
+        self._ensure_payload_indexes(flt)
+        points = self._nearest(query, limit, self._build_filter(flt, excluded))
+        return [self._hit(p.id, p.payload, p.score) for p in points]
+
+    def _ensure_payload_indexes(self, flt: NormalizedFilter | None) -> None:
+        raise NotImplementedError
+
+    def _nearest(self, query: list[float], limit: int, query_filter: Any) -> Sequence[Any]:
+        """The engine's nearest points (each with ``id``, ``payload``, ``score``) under a built filter."""
+        raise NotImplementedError
+
     def _prepare_search(
         self,
         vector: Sequence[float],
@@ -233,6 +265,7 @@ class _QdrantBase(AsyncStoreMixin):
         exclude_ids: Iterable[str] | None,
     ) -> tuple[list[float], int, NormalizedFilter | None, frozenset[str]] | None:
         """Validate a search; None when the answer is known to be empty."""
+        self._check_usable()
         limit = check_limit(limit)
         flt, excluded = normalize_scope(filter, exclude_ids)
         query = _check_query_vector(vector, self._dimension)
@@ -518,37 +551,15 @@ class QdrantDenseStore(_QdrantBase):
         except Exception as exc:
             raise _client_error(exc, "count") from exc
 
-    def search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        filter: FilterSpec | None = None,
-        exclude_ids: Iterable[str] | None = None,
-    ) -> list[Hit]:
-        """The ``limit`` nearest documents (cosine similarity) among those the scope allows.
-
-        Raises:
-            DimensionMismatchError: the vector's dimension differs from the collection's, or it holds NaN.
-            FilterError: a malformed filter or ``exclude_ids``.
-            StoreError: Qdrant failed.
-        """
-        prepared = self._prepare_search(vector, limit, filter, exclude_ids)
-        if prepared is None:
-            return []
-        query, limit, flt, excluded = prepared
-        self._ensure_payload_indexes(flt)
+    def _nearest(self, query: list[float], limit: int, query_filter: Any) -> Sequence[Any]:
         try:
             with self._local_guard():
                 response = self.client.query_points(
-                    self.collection_name,
-                    query=query,
-                    query_filter=self._build_filter(flt, excluded),
-                    limit=limit,
-                    with_payload=True,
+                    self.collection_name, query=query, query_filter=query_filter, limit=limit, with_payload=True
                 )
         except Exception as exc:
             raise _client_error(exc, "search") from exc
-        return [self._hit(p.id, p.payload, p.score) for p in response.points]
+        return response.points
 
     # -- native async (only with an AsyncQdrantClient) ---------------------------------------------
     async def _async_ready(self) -> bool:
@@ -976,38 +987,21 @@ class QdrantEdgeDenseStore(_QdrantBase):
                 return 0
             return int(self._call(self._shard.count, "count", self._qe.CountRequest(exact=True)))
 
-    def search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        filter: FilterSpec | None = None,
-        exclude_ids: Iterable[str] | None = None,
-    ) -> list[Hit]:
-        """The ``limit`` nearest documents (cosine similarity) among those the scope allows.
-
-        Raises:
-            DimensionMismatchError: the vector's dimension differs from the collection's, or it holds NaN.
-            FilterError: a malformed filter or ``exclude_ids``.
-            StoreError: Qdrant failed or the store is closed.
-        """
+    def _check_usable(self) -> None:
         self._check_open()
-        prepared = self._prepare_search(vector, limit, filter, exclude_ids)
-        if prepared is None:
-            return []
-        query, limit, flt, excluded = prepared
-        self._ensure_payload_indexes(flt)
+
+    def _nearest(self, query: list[float], limit: int, query_filter: Any) -> Sequence[Any]:
         qe = self._qe
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(query),
-            filter=self._build_filter(flt, excluded),
+            filter=query_filter,
             with_payload=True,
             params=qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef),
         )
         with self._lock:
             self._check_open()
-            points = self._call(self._shard.query, "search", request)
-        return [self._hit(p.id, p.payload, p.score) for p in points]
+            return self._call(self._shard.query, "search", request)
 
     def __repr__(self) -> str:
         return f"QdrantEdgeDenseStore(path={str(self.path)!r}, dimension={self._dimension})"
