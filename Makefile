@@ -31,7 +31,7 @@ install: $(VENV)/.installed-runtime
 install-test: $(VENV)/.installed-test
 
 demo: $(VENV)/.installed-runtime
-	$(BIN)/python -m rrf_retriever.demo
+	$(BIN)/python -m rrf_retriever.apps.demo
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

@@ -118,7 +118,7 @@ class PrecomputedEmbedding(BaseEmbeddingAdapter):
 def without_head_start() -> Iterator[None]:
     """The engine as it was before its GIL head start (a GIL-holding leg starts as soon as it has its vector),
     for measuring the head start side by side; the engine's own method comes back on exit."""
-    from rrf_retriever.ensemble import HybridEngine
+    from rrf_retriever.engine import HybridEngine
 
     saved = HybridEngine.__dict__["_head_start"]
     HybridEngine._head_start = staticmethod(lambda running, entered: None)  # type: ignore[method-assign]

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rrf_retriever.embeddings import CallableEmbedding
-from rrf_retriever.ensemble import HybridEngine, Leg
+from rrf_retriever.engine import HybridEngine, Leg
 from rrf_retriever.fusion import weighted_rrf
 from rrf_retriever.types import Hit
 

@@ -26,7 +26,7 @@ import numpy as np
 from _data import RESULTS, PrecomputedEmbedding, without_head_start
 from bench_hybrid_speed import synthetic
 
-from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 

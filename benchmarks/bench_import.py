@@ -18,7 +18,7 @@ from pathlib import Path
 CASES = {
     "import rrf_retriever": "import rrf_retriever",
     "fusion + analyzer": "from rrf_retriever import weighted_rrf, Analyzer, build_match_query",
-    "engine (ensemble.py)": "import rrf_retriever.ensemble",
+    "engine (ensemble.py)": "import rrf_retriever.engine",
     "EnsembleRRFRetriever (LangChain + LlamaIndex)": "from rrf_retriever import EnsembleRRFRetriever",
 }
 HEAVY = ("langchain_core", "llama_index", "qdrant_client", "numpy", "onnxruntime", "pydantic")

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi import FastAPI
 
 from integrations._corpus import NOTES
-from rrf_retriever.ensemble import HybridEngine
-from rrf_retriever.service import create_app
+from rrf_retriever.apps.service import create_app
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 

@@ -132,7 +132,7 @@ for qid, text in queries.items():
     new_code_cell("""from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 
-from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.fusion import weighted_rrf
 
 WEIGHTS = [0.0, 0.25, 0.5, 1.0, 1.25, 2.0, 4.0]

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
         MiniLMEmbedding,
         as_embedding,
     )
-    from rrf_retriever.ensemble import HybridEngine, RetrievalSettings, SearchResult
+    from rrf_retriever.engine import HybridEngine, RetrievalSettings, SearchResult
+    from rrf_retriever.engine.journal import Journal
     from rrf_retriever.errors import (
         AllLegsFailedError,
         DimensionMismatchError,
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
         relative_score_fusion,
         weighted_rrf,
     )
-    from rrf_retriever.journal import Journal
     from rrf_retriever.retriever import EnsembleRRFRetriever
     from rrf_retriever.stores import (
         BM25KeywordStore,
@@ -87,10 +87,10 @@ _LAZY: dict[str, str] = {
     "MiniLMEmbedding": "rrf_retriever.embeddings",
     "as_embedding": "rrf_retriever.embeddings",
     # engine and the framework retriever
-    "HybridEngine": "rrf_retriever.ensemble",
-    "RetrievalSettings": "rrf_retriever.ensemble",
-    "SearchResult": "rrf_retriever.ensemble",
-    "Journal": "rrf_retriever.journal",
+    "HybridEngine": "rrf_retriever.engine",
+    "RetrievalSettings": "rrf_retriever.engine",
+    "SearchResult": "rrf_retriever.engine",
+    "Journal": "rrf_retriever.engine.journal",
     "EnsembleRRFRetriever": "rrf_retriever.retriever",
 }
 

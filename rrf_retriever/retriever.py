@@ -2,7 +2,7 @@
 
 It is a ``langchain_core.retrievers.BaseRetriever`` (``invoke``, ``ainvoke``, ``batch``, LCEL, ``as_tool``) and a
 ``llama_index.core.retrievers.BaseRetriever`` (``retrieve``, ``aretrieve``, query engines) over the
-framework-neutral :class:`~rrf_retriever.ensemble.HybridEngine`. Framework types live only here, at the edge.
+framework-neutral :class:`~rrf_retriever.engine.HybridEngine`. Framework types live only here, at the edge.
 
 Four things make the double inheritance work (each guarded by a test):
 
@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.index import JOURNAL_FILE, make_dense_store, make_keyword_store
+from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
 
 try:
@@ -197,10 +197,10 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         on_error: ``"degrade"`` (default: a failing leg is dropped, a warning says so) or ``"raise"``.
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.
         search_kwargs: Per-instance search defaults: ``top_k``/``k``, ``filter``, ``exclude_ids``, ``weights``.
-        journal: A write-ahead journal (path or :class:`~rrf_retriever.journal.Journal`) that makes multi-store
+        journal: A write-ahead journal (path or :class:`~rrf_retriever.engine.journal.Journal`) that makes multi-store
             writes crash-safe: an interrupted batch is redone in every store when the retriever is built again.
         id_key: Metadata key holding ids for LangChain retrievers used as sources without ``Document.id``.
-        engine: An existing :class:`~rrf_retriever.ensemble.HybridEngine` to wrap instead.
+        engine: An existing :class:`~rrf_retriever.engine.HybridEngine` to wrap instead.
 
     Example:
         >>> retriever = EnsembleRRFRetriever(dense=dense_store, keyword=fts5_store, top_k=5)  # doctest: +SKIP

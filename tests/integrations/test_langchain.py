@@ -18,7 +18,7 @@ from integrations import langchain_rag_chain
 from integrations._corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 
 TEXTS = [f"note {i} about hybrid search, fusion and keyword index number {i + 10}" for i in range(12)]

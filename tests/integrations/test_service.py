@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from rrf_retriever.apps.service import create_app
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import HybridEngine
-from rrf_retriever.service import create_app
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 from tests.integrations._server import running_server

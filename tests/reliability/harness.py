@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.engine import HybridEngine
+from rrf_retriever.engine.journal import Journal
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.journal import Journal
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore

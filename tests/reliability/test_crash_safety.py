@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 from tests.reliability.harness import DIM, run_crash_safety, verify_crash_dir

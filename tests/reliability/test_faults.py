@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import (
     AllLegsFailedError,
     DimensionMismatchError,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rrf_retriever.cli import app, parse_filters
-from rrf_retriever.ensemble import DEFAULT_LEG_WEIGHTS
-from rrf_retriever.index import MANIFEST_FILE
+from rrf_retriever.apps.cli import app, parse_filters
+from rrf_retriever.engine import DEFAULT_LEG_WEIGHTS
+from rrf_retriever.layout import MANIFEST_FILE
 
 runner = CliRunner()
 EMB = "hashing:32"

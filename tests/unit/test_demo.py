@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rrf_retriever.demo import load_demo_queries, run_demo
+from rrf_retriever.apps.demo import load_demo_queries, run_demo
 
 
 @pytest.fixture(scope="module")

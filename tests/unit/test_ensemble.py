@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rrf_retriever import ensemble
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import (
+from rrf_retriever.engine import (
     DEFAULT_HYBRID_RRF_K,
     DEFAULT_LEG_WEIGHTS,
     FunctionLeg,
@@ -26,6 +25,7 @@ from rrf_retriever.ensemble import (
     Leg,
     RetrievalSettings,
 )
+from rrf_retriever.engine import core as ensemble
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,

@@ -35,7 +35,7 @@ def test_import_rrf_retriever_pulls_no_framework_and_no_qdrant() -> None:
 
 def test_the_engine_imports_without_frameworks() -> None:
     """The CLI and the service use the engine directly: it must not drag LangChain, LlamaIndex or Qdrant in."""
-    assert _heavy(_modules_after("import rrf_retriever.ensemble")) == []
+    assert _heavy(_modules_after("import rrf_retriever.engine")) == []
 
 
 def test_fusion_and_text_stay_light() -> None:

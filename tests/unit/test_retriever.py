@@ -12,7 +12,7 @@ from llama_index.core.schema import QueryBundle
 
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.ensemble import HybridEngine, Leg
+from rrf_retriever.engine import HybridEngine, Leg
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.types import Hit
 

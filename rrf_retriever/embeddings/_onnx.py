@@ -10,7 +10,7 @@ benchmarks/RESULTS.md).
 Building takes about a second; :func:`build_or_load` caches the file on disk, keyed by the weights' hash.
 
 Example:
-    >>> from rrf_retriever._minilm_onnx import build_or_load  # doctest: +SKIP
+    >>> from rrf_retriever.embeddings._onnx import build_or_load  # doctest: +SKIP
     >>> onnx_path = build_or_load(model_dir, cache_dir)  # doctest: +SKIP
 """
 

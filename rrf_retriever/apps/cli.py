@@ -1,6 +1,6 @@
 """The ``rrf-retriever`` command: ``index | search | eval | serve | demo`` (extra ``cli``: typer + rich).
 
-The commands work on an index directory (see :mod:`rrf_retriever.index`) through the engine directly, not the
+The commands work on an index directory (see :mod:`rrf_retriever.layout`) through the engine directly, not the
 framework retriever, so they start fast. A user mistake (missing index, wrong path, bad filter, bad weights)
 prints one clear line and exits with code 2, never a traceback.
 
@@ -217,7 +217,7 @@ def index_command(
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
-    from rrf_retriever.index import close_engine, create_index, save_manifest
+    from rrf_retriever.layout import close_engine, create_index, save_manifest
 
     with _user_errors():
         total, docs = iter_documents(path)
@@ -301,7 +301,7 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
     """Search an index: dense and keyword legs, fused with weighted RRF."""
-    from rrf_retriever.index import close_engine, open_index, result_to_dict
+    from rrf_retriever.layout import close_engine, open_index, result_to_dict
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -351,7 +351,7 @@ def eval_command(
     If --index-dir holds no index yet, the folder's corpus is indexed into it first.
     """
     from rrf_retriever.evaluation import evaluate, load_beir
-    from rrf_retriever.index import MANIFEST_FILE, close_engine, create_index, open_index, save_manifest
+    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, save_manifest
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -401,10 +401,10 @@ def serve_command(
     port: int = typer.Option(8000, help="Port."),
 ) -> None:
     """Serve GET/PATCH /settings, GET /search and GET /health over an index (extra: server)."""
-    from rrf_retriever.index import close_engine, open_index
+    from rrf_retriever.layout import close_engine, open_index
 
     with _user_errors():
-        from rrf_retriever.service import create_app
+        from rrf_retriever.apps.service import create_app
 
         try:
             import uvicorn
@@ -426,7 +426,7 @@ def demo_command(
     rebuild: bool = typer.Option(False, help="Rebuild the demo index even if it is up to date."),
 ) -> None:
     """The main job: index the shipped demo corpus offline and show hybrid results, ranks and weights."""
-    from rrf_retriever.demo import run_demo
+    from rrf_retriever.apps.demo import run_demo
 
     with _user_errors():
         run_demo(index_dir=index_dir, rebuild=rebuild, console=console)

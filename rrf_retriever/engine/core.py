@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rrf_retriever.engine.journal import Journal, open_journal
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
@@ -53,7 +54,6 @@ from rrf_retriever.fusion import (
     validate_weights,
     weighted_rrf,
 )
-from rrf_retriever.journal import Journal, open_journal
 from rrf_retriever.stores.base import normalize_scope, validate_batch
 from rrf_retriever.types import (
     FilterSpec,
@@ -391,7 +391,7 @@ class HybridEngine:
         expand: Optional 1-hop expansion: a callable ``FusedHit -> [neighbour ids]``.
         links_key: Optional metadata key holding neighbour ids (used when ``expand`` is None).
         expand_limit: At most this many neighbours are appended after the fused results (default ``top_k``).
-        journal: Optional write-ahead journal (a file path or a :class:`~rrf_retriever.journal.Journal`): every
+        journal: Optional write-ahead journal (a file path or a :class:`~rrf_retriever.engine.journal.Journal`): every
             write is recorded before it reaches the stores, and a write interrupted by a crash is redone in
             every store when the engine is built again (:meth:`recover`). None (default): no journal.
 

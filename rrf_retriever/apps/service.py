@@ -14,7 +14,7 @@ Endpoints (OpenAPI docs at ``/docs``):
 - ``GET /health`` -> ``{"status": "ok", "documents": {...}}``.
 
 Example:
-    >>> from rrf_retriever.index import open_index  # doctest: +SKIP
+    >>> from rrf_retriever.layout import open_index  # doctest: +SKIP
     >>> app = create_app(open_index(".idx"))  # doctest: +SKIP
     >>> import uvicorn; uvicorn.run(app, port=8000)  # doctest: +SKIP
 """
@@ -36,9 +36,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
-from rrf_retriever.ensemble import MAX_TOP_K, HybridEngine
+from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, RRFRetrieverError
-from rrf_retriever.index import result_to_dict
+from rrf_retriever.layout import result_to_dict
 from rrf_retriever.types import parse_filter_values
 
 __all__ = ["SettingsPatch", "SettingsView", "create_app"]
@@ -114,7 +114,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 
 
 def create_app(engine: HybridEngine, *, title: str = "rrf-retriever settings service") -> FastAPI:
-    """Build the FastAPI app around any :class:`~rrf_retriever.ensemble.HybridEngine`.
+    """Build the FastAPI app around any :class:`~rrf_retriever.engine.HybridEngine`.
 
     Example:
         >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore  # doctest: +SKIP

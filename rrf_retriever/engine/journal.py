@@ -10,7 +10,7 @@ intent log:
 2. The stores are written.
 3. The entry is cleared.
 
-On open, :meth:`HybridEngine.recover <rrf_retriever.ensemble.HybridEngine.recover>` REDOES every pending
+On open, :meth:`HybridEngine.recover <rrf_retriever.engine.HybridEngine.recover>` REDOES every pending
 entry in every store, in order. Store writes are idempotent (upsert by id, delete by id), so replaying a batch
 that had partly or fully reached the stores is harmless, and afterwards every store holds the same documents.
 

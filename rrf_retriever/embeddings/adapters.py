@@ -487,7 +487,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from rrf_retriever._minilm_onnx import build_or_load
+        from rrf_retriever.embeddings._onnx import build_or_load
 
         self.onnx_path = build_or_load(self.model_dir, Path(cache_dir) if cache_dir else default_cache_dir())
         options = ort.SessionOptions()

@@ -9,7 +9,7 @@ with one line: hits@1 for dense only, keyword only and hybrid.
 A second run reuses the index when the corpus (sha256) and the document count match.
 
 Example:
-    >>> from rrf_retriever.demo import run_demo
+    >>> from rrf_retriever.apps.demo import run_demo
     >>> report = run_demo()  # doctest: +SKIP
     >>> report.hits_at_1["hybrid"] >= report.hits_at_1["dense"]  # doctest: +SKIP
     True
@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.ensemble import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError
 
 __all__ = ["DemoQuery", "DemoReport", "default_demo_index_dir", "load_demo_queries", "main", "run_demo"]
@@ -109,8 +109,8 @@ def _corpus_rows(path: Path) -> list[dict[str, Any]]:
 
 def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any) -> tuple[Any, bool, float]:
     """Open the cached demo index if it matches the corpus; else (re)build it. Returns (engine, reused, seconds)."""
-    from rrf_retriever.cli import index_documents, iter_documents
-    from rrf_retriever.index import MANIFEST_FILE, close_engine, create_index, open_index, read_manifest, save_manifest
+    from rrf_retriever.apps.cli import index_documents, iter_documents
+    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, read_manifest, save_manifest
 
     corpus_hash = hashlib.sha256(corpus.read_bytes()).hexdigest()
     expected_count = len(_corpus_rows(corpus))
@@ -188,8 +188,8 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     from rich.console import Console
     from rich.markup import escape
 
-    from rrf_retriever.cli import hits_table
-    from rrf_retriever.index import close_engine
+    from rrf_retriever.apps.cli import hits_table
+    from rrf_retriever.layout import close_engine
 
     started = time.perf_counter()
     console = console or Console()
@@ -273,7 +273,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
 
 
 def main() -> None:
-    """``python -m rrf_retriever.demo`` (what ``make demo`` runs); ``--rebuild`` rebuilds the cached index."""
+    """``python -m rrf_retriever.apps.demo`` (what ``make demo`` runs); ``--rebuild`` rebuilds the cached index."""
     import sys
 
     from rrf_retriever.errors import RRFRetrieverError

@@ -11,7 +11,7 @@ Layout of an index directory (the same as ``EnsembleRRFRetriever.from_texts(...,
       journal.sqlite3    the engine's write-ahead journal (an interrupted batch is redone on open)
 
 The CLI and the settings service open an index with :func:`open_index` and get a
-:class:`~rrf_retriever.ensemble.HybridEngine` (no LangChain, no LlamaIndex: they stay light).
+:class:`~rrf_retriever.engine.HybridEngine` (no LangChain, no LlamaIndex: they stay light).
 
 Example:
     >>> engine = create_index("/tmp/idx", embedder="hashing:64")  # doctest: +SKIP
@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.ensemble import HybridEngine
+from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreUnavailableError
 from rrf_retriever.types import SearchResult
 
@@ -205,7 +205,7 @@ def create_index(
         path: The index directory.
         embedder: ``"minilm"`` or ``"hashing:<dim>"``; None: the existing index's, or ``"minilm"`` for a new one.
         collection: The Qdrant collection name (used only when the index is new).
-        **settings: Passed to :class:`~rrf_retriever.ensemble.HybridEngine` (``top_k``, ``rrf_k``, ...).
+        **settings: Passed to :class:`~rrf_retriever.engine.HybridEngine` (``top_k``, ``rrf_k``, ...).
 
     Raises:
         IndexDirectoryError: ``path`` is a file, or the existing index is corrupt or uses another embedder.
@@ -248,7 +248,7 @@ def create_index(
 
 
 def open_index(path: str | os.PathLike[str], **settings: Any) -> HybridEngine:
-    """Open an existing index directory as a :class:`~rrf_retriever.ensemble.HybridEngine` (sources
+    """Open an existing index directory as a :class:`~rrf_retriever.engine.HybridEngine` (sources
     ``"dense"`` and ``"keyword"``).
 
     Args:
@@ -263,7 +263,7 @@ def open_index(path: str | os.PathLike[str], **settings: Any) -> HybridEngine:
         >>> open_index("/nonexistent")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        rrf_retriever.index.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
+        rrf_retriever.layout.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
     """
     root = Path(path)
     manifest = read_manifest(root)

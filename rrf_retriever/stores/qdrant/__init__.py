@@ -1,0 +1,24 @@
+"""Stores on Qdrant: qdrant-client (memory, local path, server, cluster) and qdrant-edge (in-process).
+
+Re-exports only.
+"""
+
+from rrf_retriever.stores.qdrant.client import (
+    CONTENT_KEY,
+    DOC_ID_KEY,
+    ID_NAMESPACE,
+    METADATA_KEY,
+    QdrantDenseStore,
+    QdrantEdgeDenseStore,
+    point_id,
+)
+
+__all__ = [
+    "CONTENT_KEY",
+    "DOC_ID_KEY",
+    "ID_NAMESPACE",
+    "METADATA_KEY",
+    "QdrantDenseStore",
+    "QdrantEdgeDenseStore",
+    "point_id",
+]
