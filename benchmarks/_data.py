@@ -12,9 +12,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,20 +111,6 @@ class PrecomputedEmbedding(BaseEmbeddingAdapter):
     def embed_query(self, text: str) -> list[float]:
         # Skip the per-float validation of the base class: it costs ~0.1 ms and is not part of retrieval.
         return self._vector(text).tolist()
-
-
-@contextlib.contextmanager
-def without_head_start() -> Iterator[None]:
-    """The engine as it was before its GIL head start (a GIL-holding leg starts as soon as it has its vector),
-    for measuring the head start side by side; the engine's own method comes back on exit."""
-    from rrf_retriever.engine import HybridEngine
-
-    saved = HybridEngine.__dict__["_head_start"]
-    HybridEngine._head_start = staticmethod(lambda running, entered: None)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        HybridEngine._head_start = saved  # type: ignore[method-assign]
 
 
 def all_query_bundle_texts(name: str) -> list[str]:

@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _data import RESULTS, PrecomputedEmbedding, load_bundle, minilm, without_head_start
+from _data import RESULTS, PrecomputedEmbedding, load_bundle, minilm
 
+from rrf_retriever.engine import HeadStart, HybridEngine
 from rrf_retriever.fusion import weighted_rrf
 from rrf_retriever.types import Hit
 
@@ -146,15 +147,10 @@ def build(name: str, c: dict[str, Any], tmp: Path) -> tuple[Search, Any]:
         return (lambda t, v, s: st.search(v, 2 * TOP_K, filter=flt(s))), st
 
     def hybrid(dense: str, keyword: str, head_start: bool = True) -> tuple[Search, Any]:
-        r = EnsembleRRFRetriever(dense=store(dense), keyword=store(keyword), top_k=TOP_K)
-        if head_start:
-            return (lambda t, v, s: r.search(t, filter=flt(s))), r
-
-        def search_without_head_start(t: str, v: Any, s: list[int] | None) -> Any:
-            with without_head_start():
-                return r.search(t, filter=flt(s))
-
-        return search_without_head_start, r
+        engine = HybridEngine({"dense": store(dense), "keyword": store(keyword)}, top_k=TOP_K,
+                              head_start=HeadStart() if head_start else HeadStart.OFF)
+        r = EnsembleRRFRetriever(engine=engine)
+        return (lambda t, v, s: r.search(t, filter=flt(s))), r
 
     systems: dict[str, Callable[[], tuple[Search, Any]]] = {
         "keyword: FTS5": lambda: keyword_leg("fts5"),

@@ -31,51 +31,25 @@ import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TypeVar
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.types import FusedHit, Hit, check_int, check_number
+from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.validate import check_int, check_number, check_weights
 
 __all__ = [
     "DEFAULT_RRF_K",
+    "FUSIONS",
     "distribution_based_score_fusion",
+    "fuse",
     "normalize_scores",
     "relative_score_fusion",
-    "validate_weights",
     "weighted_rrf",
 ]
 
 #: The RRF constant of Cormack et al. (2009), also LangChain's and Elasticsearch's default.
 DEFAULT_RRF_K = 60.0
-
-
-def validate_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
-    """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
-
-    Args:
-        sources: The source names.
-        weights: ``{source: weight}`` or None.
-
-    Returns:
-        ``{source: weight}`` for every source.
-
-    Raises:
-        InvalidArgumentError: a weight that is NaN, infinite or negative (the message names the source), or a
-            weight for a source that is not among ``sources``.
-
-    Example:
-        >>> validate_weights(["dense", "keyword"], {"keyword": 0.5})
-        {'dense': 1.0, 'keyword': 0.5}
-    """
-    weights = weights or {}
-    if not isinstance(weights, Mapping):
-        msg = f"weights must be a mapping of source name to weight, not {type(weights).__name__}"
-        raise InvalidTypeError(msg)
-    unknown = sorted(set(weights) - set(sources), key=str)
-    if unknown:
-        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
-        raise InvalidArgumentError(msg)
-    return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}") for s in sources}
 
 
 def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
@@ -116,7 +90,7 @@ def _fuse(
     one dictionary update per input hit plus the selection of the best ``limit``.
     """
     _check_ranked(ranked)
-    resolved = validate_weights(list(ranked), weights)
+    resolved = check_weights(list(ranked), weights)
     if limit is not None and check_int(limit, "limit", 0) == 0:
         return []
     score: dict[str, float] = {}
@@ -297,3 +271,32 @@ def normalize_scores(hits: Sequence[H]) -> list[H]:
         return []
     scaled = _min_max([float(h.score) for h in hits])
     return [replace(h, score=s) for h, s in zip(hits, scaled)]
+
+
+#: The fusion methods by name (the engine's ``fusion=`` setting). Weighted RRF is the default; the score
+#: fusions are options (they need comparable raw scores, which RRF does not).
+FUSIONS: Mapping[str, Callable[..., list[FusedHit]]] = MappingProxyType(
+    {"rrf": weighted_rrf, "relative_score": relative_score_fusion, "dbsf": distribution_based_score_fusion}
+)
+
+
+def fuse(
+    method: str,
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    rrf_k: float = DEFAULT_RRF_K,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    """Fuse ``ranked`` with the method of :data:`FUSIONS` named ``method``; ``rrf_k`` applies to ``"rrf"`` only.
+
+    Example:
+        >>> [h.id for h in fuse("rrf", {"a": [Hit("x"), Hit("y")], "b": [Hit("y")]}, rrf_k=60)]
+        ['y', 'x']
+    """
+    if method not in FUSIONS:
+        msg = f"fusion must be one of {sorted(FUSIONS)}, got {method!r}"
+        raise InvalidArgumentError(msg)
+    if method == "rrf":
+        return weighted_rrf(ranked, weights, k=rrf_k, limit=limit)
+    return FUSIONS[method](ranked, weights, limit=limit)

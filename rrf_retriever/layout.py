@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreUnavailableError
-from rrf_retriever.types import SearchResult
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -48,7 +46,6 @@ __all__ = [
     "make_keyword_store",
     "open_index",
     "read_manifest",
-    "result_to_dict",
     "save_manifest",
 ]
 
@@ -316,31 +313,6 @@ def close_engine(engine: HybridEngine) -> None:
         close = getattr(getattr(leg, "store", None), "close", None)
         if callable(close):
             close()
-
-
-def result_to_dict(result: SearchResult) -> dict[str, Any]:
-    """A JSON-able view of a search result: hits (id, text, metadata, score, ranks, scores) and the trace.
-
-    Example:
-        >>> from rrf_retriever.types import Trace
-        >>> result_to_dict(SearchResult([], Trace((), {}, 60.0, 10, 20)))["trace"]["rrf_k"]
-        60.0
-    """
-    hits = [
-        {
-            "id": h.id,
-            "text": h.text,
-            "metadata": dict(h.metadata),
-            "score": h.score,
-            "ranks": dict(h.ranks),
-            "scores": dict(h.scores),
-        }
-        for h in result.hits
-    ]
-    trace = asdict(result.trace)
-    trace["weights"] = dict(result.trace.weights)
-    trace["degraded"] = result.trace.degraded
-    return {"hits": hits, "trace": trace}
 
 
 def _now() -> str:

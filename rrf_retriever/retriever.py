@@ -33,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, FunctionLeg, HybridEngine, RetrievalSettings, check_top_k
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, FunctionLeg, HybridEngine, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store
 from rrf_retriever.types import FusedHit, Hit, Record, SearchResult
+from rrf_retriever.validate import check_mapping, check_top_k
 
 try:
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -73,27 +74,6 @@ class RRFRetrievalTraceEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "RRFRetrievalTraceEvent"
-
-
-def _trace_dict(result: SearchResult) -> dict[str, Any]:
-    t = result.trace
-    return {
-        "weights": dict(t.weights),
-        "rrf_k": t.rrf_k,
-        "top_k": t.top_k,
-        "fetch_k": t.fetch_k,
-        "fusion": t.fusion,
-        "embed_ms": t.embed_ms,
-        "fusion_ms": t.fusion_ms,
-        "total_ms": t.total_ms,
-        "degraded": t.degraded,
-        "warnings": list(t.warnings),
-        "legs": [
-            {"name": leg.name, "kind": leg.kind, "weight": leg.weight, "called": leg.called,
-             "latency_ms": leg.latency_ms, "hits": leg.hits, "error": leg.error, "note": leg.note}
-            for leg in t.legs
-        ],
-    }
 
 
 def _result_metadata(hit: FusedHit) -> dict[str, Any]:
@@ -284,7 +264,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         if not legs:
             msg = "EnsembleRRFRetriever needs at least one source: dense=, keyword= or sources={...}"
             raise InvalidArgumentError(msg)
-        merged = dict(_check_weights(weights) or {})
+        merged = dict(check_mapping(weights or {}, "weights", "source name to weight"))
         for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
             if value is not None:
                 if name not in legs:
@@ -421,7 +401,7 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         """
         if "k" in changes:
             changes["top_k"] = _resolve_top_k(changes.pop("top_k", None), changes.pop("k"))
-        weights = dict(_check_weights(changes.pop("weights", None)) or {})
+        weights = dict(check_mapping(changes.pop("weights", None) or {}, "weights", "source name to weight"))
         for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
             if value is not None:
                 weights[name] = value
@@ -461,8 +441,9 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         result = self.search(query, **kwargs)
-        handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT, _trace_dict(result),
-                     run_id=run_manager.run_id, tags=run_manager.tags, metadata=run_manager.metadata)
+        handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                     result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                     metadata=run_manager.metadata)
         return [to_langchain_document(h) for h in result.hits]
 
     async def _aget_relevant_documents(
@@ -470,19 +451,19 @@ class EnsembleRRFRetriever(LangChainBaseRetriever, LlamaIndexBaseRetriever):  # 
     ) -> list[Document]:
         result = await self.asearch(query, **kwargs)
         await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
-                            _trace_dict(result), run_id=run_manager.run_id, tags=run_manager.tags,
+                            result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
                             metadata=run_manager.metadata)
         return [to_langchain_document(h) for h in result.hits]
 
     # LlamaIndex
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.search(query_bundle.query_str)
-        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=_trace_dict(result)))
+        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
         return [to_node_with_score(h) for h in result.hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.asearch(query_bundle.query_str)
-        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=_trace_dict(result)))
+        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
         return [to_node_with_score(h) for h in result.hits]
 
     def get_prompts(self, config: Any = None) -> Any:  # type: ignore[override]
@@ -497,13 +478,6 @@ def _resolve_top_k(top_k: int | None, k: int | None) -> int | None:
         raise InvalidArgumentError(msg)
     value = top_k if top_k is not None else k
     return None if value is None else check_top_k(value)
-
-
-def _check_weights(weights: Any) -> Mapping[str, float] | None:
-    if weights is not None and not isinstance(weights, Mapping):
-        msg = f"weights must be a mapping of source name to weight, not {type(weights).__name__}"
-        raise InvalidTypeError(msg)
-    return weights
 
 
 def _check_search_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

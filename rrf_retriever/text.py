@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.types import check_int, check_str
+from rrf_retriever.validate import check_int, check_str
 
 __all__ = [
     "DEFAULT_STOPWORDS",

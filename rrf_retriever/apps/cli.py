@@ -32,7 +32,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.types import check_number, parse_filter_values
+from rrf_retriever.scope import parse_filter_values
+from rrf_retriever.validate import check_number
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]
 
@@ -301,7 +302,7 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
     """Search an index: dense and keyword legs, fused with weighted RRF."""
-    from rrf_retriever.layout import close_engine, open_index, result_to_dict
+    from rrf_retriever.layout import close_engine, open_index
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -317,7 +318,7 @@ def search_command(
         finally:
             close_engine(engine)
     if as_json:
-        sys.stdout.write(json.dumps({"query": query, **result_to_dict(result)}, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps({"query": query, **result.to_dict()}, ensure_ascii=False) + "\n")
         return
     if not result.hits:
         console.print("no results", highlight=False)

@@ -38,8 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, RRFRetrieverError
-from rrf_retriever.layout import result_to_dict
-from rrf_retriever.types import parse_filter_values
+from rrf_retriever.scope import parse_filter_values
 
 __all__ = ["SettingsPatch", "SettingsView", "create_app"]
 
@@ -187,6 +186,6 @@ def create_app(engine: HybridEngine, *, title: str = "rrf-retriever settings ser
             raise HTTPException(503, str(exc)) from exc
         except RRFRetrieverError as exc:
             raise HTTPException(422, str(exc)) from exc
-        return JSONResponse({"query": q, **result_to_dict(result)})
+        return JSONResponse({"query": q, **result.to_dict()})
 
     return app

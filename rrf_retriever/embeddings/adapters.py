@@ -51,7 +51,7 @@ from rrf_retriever.errors import (
     RRFRetrieverError,
     missing_dependency,
 )
-from rrf_retriever.types import check_str, to_float_vectors
+from rrf_retriever.validate import check_str, to_float_vectors
 
 if TYPE_CHECKING:
     import numpy as np

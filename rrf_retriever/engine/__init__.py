@@ -3,21 +3,14 @@
 Re-exports only.
 """
 
-from rrf_retriever.engine.core import (
-    DEFAULT_HYBRID_RRF_K,
-    DEFAULT_LEG_WEIGHTS,
-    MAX_TOP_K,
-    DenseLeg,
-    FunctionLeg,
-    HybridEngine,
-    KeywordLeg,
-    Leg,
-    RetrievalSettings,
-    SearchResult,
-    check_query,
-    check_top_k,
-)
+from rrf_retriever.engine.core import HybridEngine
 from rrf_retriever.engine.journal import Journal, JournalEntry, open_journal
+from rrf_retriever.engine.legs import DenseLeg, FunctionLeg, KeywordLeg, Leg, StoreLeg, as_leg
+from rrf_retriever.engine.run import HeadStart
+from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS, RetrievalSettings
+from rrf_retriever.engine.writes import WriteUnit
+from rrf_retriever.types import SearchResult
+from rrf_retriever.validate import MAX_TOP_K, check_query, check_top_k
 
 __all__ = [
     "DEFAULT_HYBRID_RRF_K",
@@ -25,6 +18,7 @@ __all__ = [
     "MAX_TOP_K",
     "DenseLeg",
     "FunctionLeg",
+    "HeadStart",
     "HybridEngine",
     "Journal",
     "JournalEntry",
@@ -32,6 +26,9 @@ __all__ = [
     "Leg",
     "RetrievalSettings",
     "SearchResult",
+    "StoreLeg",
+    "WriteUnit",
+    "as_leg",
     "check_query",
     "check_top_k",
     "open_journal",

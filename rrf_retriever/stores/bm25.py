@@ -44,9 +44,11 @@ from rrf_retriever.errors import (
     StoreError,
     missing_dependency,
 )
-from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
+from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
+from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str, scope_key
+from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
 __all__ = ["BM25KeywordStore", "Engine"]
 
@@ -144,7 +146,7 @@ class _Index:
         return mask
 
 
-class BM25KeywordStore(AsyncStoreMixin):
+class BM25KeywordStore(StoreBase):
     """An in-memory BM25 keyword store over the shared analyzer.
 
     Args:
@@ -232,18 +234,11 @@ class BM25KeywordStore(AsyncStoreMixin):
             >>> s = BM25KeywordStore(); s.add(["a", "b"], ["x", "y"]); s.delete(["a", "zz"]); s.count()
             1
         """
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         with self._lock:
             removed = [self._docs.pop(doc_id, None) for doc_id in id_list]
             if any(r is not None for r in removed):
                 self._index = None
-
-    @staticmethod
-    def _check_ids(ids: Sequence[str]) -> list[str]:
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            msg = f"ids must be a list of ids, not {type(ids).__name__}"
-            raise InvalidTypeError(msg)
-        return list(dict.fromkeys(check_id(i, field_name="ids") for i in ids))
 
     # ------------------------------------------------------------------ reads
 
@@ -263,7 +258,7 @@ class BM25KeywordStore(AsyncStoreMixin):
             >>> s = BM25KeywordStore(); s.add(["a"], ["x"], [{"k": 1}]); s.get(["a", "nope"])
             [Record(id='a', text='x', metadata={'k': 1}, vector=None)]
         """
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         with self._lock:
             found = [(doc_id, self._docs.get(doc_id)) for doc_id in id_list]
         return [Record(doc_id, d.text, json.loads(json.dumps(d.metadata))) for doc_id, d in found if d is not None]

@@ -63,9 +63,11 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores.base import AsyncStoreMixin, check_limit, normalize_scope, validate_batch
+from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
+from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
-from rrf_retriever.types import FilterSpec, Hit, NormalizedFilter, Record, check_id, check_str, scope_key
+from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
 __all__ = ["DEFAULT_FIELDS", "DEFAULT_FIELD_WEIGHTS", "FTS5KeywordStore", "MatchMode"]
 
@@ -187,7 +189,7 @@ def _fts_token(term: str) -> str | None:
     return token
 
 
-class FTS5KeywordStore(AsyncStoreMixin):
+class FTS5KeywordStore(StoreBase):
     """A BM25 keyword store on SQLite FTS5 (stdlib ``sqlite3`` only).
 
     Args:
@@ -521,7 +523,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
             >>> s = FTS5KeywordStore(); s.add(["a", "b"], ["x", "y"]); s.delete(["a", "zz"]); s.count()
             1
         """
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         if not id_list:
             return
         with self._write("delete documents") as conn:
@@ -548,13 +550,6 @@ class FTS5KeywordStore(AsyncStoreMixin):
             conn.execute(
                 f"UPDATE {self._meta} SET value = CAST(value AS INTEGER) + ? WHERE key = 'count'", (delta,)
             )
-
-    @staticmethod
-    def _check_ids(ids: Sequence[str]) -> list[str]:
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            msg = f"ids must be a list of ids, not {type(ids).__name__}"
-            raise InvalidTypeError(msg)
-        return list(dict.fromkeys(check_id(i, field_name="ids") for i in ids))
 
     def optimize(self) -> None:
         """Merge the FTS5 index segments into one (worth it after a bulk load; reads get faster).
@@ -584,7 +579,7 @@ class FTS5KeywordStore(AsyncStoreMixin):
             >>> s = FTS5KeywordStore(); s.add(["a"], ["x"], [{"k": 1}]); s.get(["a", "nope"])
             [Record(id='a', text='x', metadata={'k': 1}, vector=None)]
         """
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         found: dict[str, Record] = {}
         with self._read("get documents") as conn:
             for start in range(0, len(id_list), _CHUNK):

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rrf_retriever.types import matches_filter, normalize_filter
+from rrf_retriever.scope import matches, normalize_filter
 from tests.reliability.harness import WORDS, run_scope_isolation, scope_corpus, scope_engine
 
 
@@ -44,13 +44,13 @@ _values = st.one_of(st.integers(0, 6), st.sampled_from(["acme", "globex", "red",
 def test_arbitrary_filters_follow_the_reference_semantics(
     tmp_path_factory: Any, flt: dict[str, Any], excluded: list[str], query: str, weights: dict[str, float]
 ) -> None:
-    """Any filter (bools vs ints, strings vs ints, list-valued metadata): results obey ``matches_filter``."""
+    """Any filter (bools vs ints, strings vs ints, list-valued metadata): results obey ``scope.matches``."""
     normalized = normalize_filter(flt)
     for engine in _engines(tmp_path_factory):
         result = engine.search(query, top_k=50, filter=flt, exclude_ids=excluded, weights=weights)
         for doc_id in result.ids:
             assert doc_id not in excluded
-            assert matches_filter(_META[doc_id], normalized), (doc_id, _META[doc_id], flt)
+            assert matches(_META[doc_id], normalized), (doc_id, _META[doc_id], flt)
 
 
 _ENGINES: list[Any] = []

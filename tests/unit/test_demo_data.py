@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rrf_retriever.text import build_match_query, normalize
-from rrf_retriever.types import matches_filter, normalize_filter
+from rrf_retriever.scope import matches, normalize_filter
 
 DATA = files("rrf_retriever").joinpath("data")
 METADATA_KEYS = {"kind", "product_area", "version", "session_id"}
@@ -128,7 +128,7 @@ def test_queries_are_well_formed_and_point_at_real_documents(
             scope = normalize_filter(q["filter"])
             assert scope is not None and set(scope) <= METADATA_KEYS
             for doc_id in q["relevant"]:
-                assert matches_filter(by_id[doc_id]["metadata"], scope), doc_id
+                assert matches(by_id[doc_id]["metadata"], scope), doc_id
     assert {q["kind"] for q in queries} == QUERY_KINDS
     assert any(q.get("keyword_weight") == 0 for q in queries), "no query shows what weight 0 does"
 

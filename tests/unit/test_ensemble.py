@@ -21,11 +21,11 @@ from rrf_retriever.engine import (
     DEFAULT_HYBRID_RRF_K,
     DEFAULT_LEG_WEIGHTS,
     FunctionLeg,
+    HeadStart,
     HybridEngine,
     Leg,
     RetrievalSettings,
 )
-from rrf_retriever.engine import core as ensemble
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
@@ -307,14 +307,11 @@ class _GilHoldingDense(QdrantDenseStore):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_gil_holding_leg_starts_after_the_others_and_still_overlaps_them(
-    mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_gil_holding_leg_starts_after_the_others_and_still_overlaps_them(mode: str) -> None:
     # A generous bound on waiting for the pool to pick the keyword leg up, so a slow CI thread start cannot make
     # the engine give up on the head start (which it does, by design, when the pool is saturated).
-    monkeypatch.setattr(ensemble, "_LEG_START_WAIT_S", 5.0)
     keyword, dense = _TimedFTS5(linger=0.3), _GilHoldingDense()
-    engine = HybridEngine({"dense": dense, "keyword": keyword})
+    engine = HybridEngine({"dense": dense, "keyword": keyword}, head_start=HeadStart(start_wait=5.0))
     ids = list(DOCS)
     engine.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
     result = engine.search("password") if mode == "sync" else asyncio.run(engine.asearch("password"))

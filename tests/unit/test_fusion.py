@@ -15,10 +15,10 @@ from rrf_retriever.fusion import (
     distribution_based_score_fusion,
     normalize_scores,
     relative_score_fusion,
-    validate_weights,
     weighted_rrf,
 )
 from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.validate import check_weights
 
 
 def hits(*ids: str, scores: Sequence[float] | None = None) -> list[Hit]:
@@ -147,8 +147,8 @@ def test_bad_limit_and_bad_shapes() -> None:
 
 
 def test_missing_weight_means_one() -> None:
-    assert validate_weights(["a", "b"], {"a": 2}) == {"a": 2.0, "b": 1.0}
-    assert validate_weights(["a"], None) == {"a": 1.0}
+    assert check_weights(["a", "b"], {"a": 2}) == {"a": 2.0, "b": 1.0}
+    assert check_weights(["a"], None) == {"a": 1.0}
 
 
 # ---- score fusions -------------------------------------------------------------------------------------

@@ -52,21 +52,22 @@ from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
 from rrf_retriever.errors import (
     DimensionMismatchError,
     InvalidArgumentError,
-    InvalidTypeError,
     RRFRetrieverError,
     StoreError,
     StoreLockedError,
     StoreUnavailableError,
     missing_dependency,
 )
-from rrf_retriever.stores.base import (
-    AsyncStoreMixin,
+from rrf_retriever.scope import FilterSpec, FilterValue, NormalizedFilter, normalize_scope
+from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import (
+    check_ids,
     check_limit,
-    normalize_scope,
+    to_float_vector,
     validate_batch,
     validate_vectors,
 )
-from rrf_retriever.types import FilterSpec, FilterValue, Hit, NormalizedFilter, Record, check_id, to_float_vector
 
 __all__ = ["DOC_ID_KEY", "ID_NAMESPACE", "QdrantDenseStore", "QdrantEdgeDenseStore", "point_id"]
 
@@ -128,7 +129,7 @@ def _progress(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="doc")
 
 
-class _QdrantBase(AsyncStoreMixin):
+class _QdrantBase(StoreBase):
     """Shared checks and conversions of both Qdrant stores."""
 
     embedding: BaseEmbeddingAdapter
@@ -163,13 +164,6 @@ class _QdrantBase(AsyncStoreMixin):
             for doc_id, text, meta in zip(id_list, text_list, meta_list)
         ]
         return [point_id(i) for i in id_list], payloads, vector_list, dim
-
-    @staticmethod
-    def _check_ids(ids: Sequence[str]) -> list[str]:
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            msg = f"ids must be a list of ids, not {type(ids).__name__}"
-            raise InvalidTypeError(msg)
-        return [check_id(i, field_name="ids") for i in ids]
 
     @staticmethod
     def _doc_id(pid: Any, payload: Mapping[str, Any] | None) -> str:
@@ -503,7 +497,7 @@ class QdrantDenseStore(_QdrantBase):
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete documents by id; unknown ids are ignored."""
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         if not id_list or self._dimension is None:
             return
         models = self._models
@@ -520,7 +514,7 @@ class QdrantDenseStore(_QdrantBase):
     # -- reads -------------------------------------------------------------------------------------
     def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Record]:
         """The stored documents among ``ids``, in the order asked; unknown ids are skipped."""
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         if not id_list or self._dimension is None:
             return []
         try:
@@ -615,7 +609,7 @@ class QdrantDenseStore(_QdrantBase):
         """Async :meth:`delete`."""
         if self.async_client is None:
             return await super().adelete(ids)
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         if not id_list or not await self._async_ready():
             return None
         try:
@@ -951,7 +945,7 @@ class QdrantEdgeDenseStore(_QdrantBase):
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete documents by id; unknown ids are ignored."""
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         with self._lock:
             self._check_open()
             if not id_list or self._shard is None:
@@ -962,7 +956,7 @@ class QdrantEdgeDenseStore(_QdrantBase):
     # -- reads -------------------------------------------------------------------------------------
     def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Record]:
         """The stored documents among ``ids``, in the order asked; unknown ids are skipped."""
-        id_list = self._check_ids(ids)
+        id_list = check_ids(ids)
         with self._lock:
             self._check_open()
             if not id_list or self._shard is None:

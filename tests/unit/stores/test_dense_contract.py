@@ -27,7 +27,7 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.stores.base import DenseStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
-from rrf_retriever.types import matches_filter, normalize_filter
+from rrf_retriever.scope import matches, normalize_filter
 
 DIM = 32
 StoreFactory = Callable[..., Any]
@@ -162,7 +162,7 @@ def test_hit_carries_text_and_metadata(store: Any) -> None:
     ],
 )
 def test_filter_semantics_match_reference(store: Any, flt: dict[str, Any], expected: set[str]) -> None:
-    reference = {i for i, (_, meta) in DOCS.items() if matches_filter(meta, normalize_filter(flt))}
+    reference = {i for i, (_, meta) in DOCS.items() if matches(meta, normalize_filter(flt))}
     assert reference == expected
     assert set(_ids(store.search(_query(store), 10, filter=flt))) == expected
 
@@ -176,7 +176,7 @@ def test_filters_in_sequence_on_one_store(store: Any) -> None:
     ]
     for _ in range(2):
         for flt in cases:
-            expected = {i for i, (_, meta) in DOCS.items() if matches_filter(meta, normalize_filter(flt))}
+            expected = {i for i, (_, meta) in DOCS.items() if matches(meta, normalize_filter(flt))}
             assert set(_ids(store.search(_query(store), 10, filter=flt))) == expected, flt
 
 
@@ -363,7 +363,7 @@ def test_top_k_among_allowed_only(
     finally:
         store.close()
     normalized = normalize_filter(flt)
-    allowed = [i for i, meta in zip(ids, metas) if matches_filter(meta, normalized) and i not in excluded]
+    allowed = [i for i, meta in zip(ids, metas) if matches(meta, normalized) and i not in excluded]
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cos = dict(zip(ids, (unit @ (query / np.linalg.norm(query))).tolist()))
     expected = sorted(allowed, key=lambda i: -cos[i])[:limit]

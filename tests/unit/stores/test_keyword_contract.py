@@ -19,7 +19,8 @@ from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeE
 from rrf_retriever.stores.base import KeywordStore
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.types import Hit, matches_filter, normalize_filter
+from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.types import Hit
 from tests.hostile import HOSTILE_QUERIES
 
 STORE_KINDS = ["fts5-memory", "fts5-file", "bm25s", "rank_bm25"]
@@ -388,11 +389,11 @@ def test_property_scoped_result_is_the_best_allowed_documents(
     metadata = dict(zip(ids, (m for _, m in case["docs"])))
     for hit in hits:
         assert hit.id not in excluded
-        assert matches_filter(metadata[hit.id], flt)
+        assert matches(metadata[hit.id], flt)
     assert len({h.id for h in hits}) == len(hits)
     # The reference: the unscoped ranking of every matching document, scoped afterwards in Python.
     everything = store.search(case["query"], 1000)
-    allowed = [h for h in everything if h.id not in excluded and matches_filter(metadata[h.id], flt)]
+    allowed = [h for h in everything if h.id not in excluded and matches(metadata[h.id], flt)]
     assert [h.score for h in hits] == pytest.approx([h.score for h in allowed[: case["limit"]]], rel=1e-6)
     if isinstance(store, FTS5KeywordStore):
         store.close()

@@ -1,4 +1,4 @@
-"""types.scope_key: the one typed comparison behind every store's filter (and matches_filter)."""
+"""types.scope_key: the one typed comparison behind every store's filter (and scope.matches)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rrf_retriever.types import matches_filter, scope_key
+from rrf_retriever.scope import matches, scope_key
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [
@@ -19,7 +19,7 @@ from rrf_retriever.types import matches_filter, scope_key
 ])
 def test_scope_key_keeps_types_apart_and_numbers_together(a: object, b: object, same: bool) -> None:
     assert (scope_key(a) == scope_key(b)) is same
-    assert matches_filter({"k": a}, {"k": (b,)}) is same
+    assert matches({"k": a}, {"k": (b,)}) is same
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None, [1], {"a": 1}, b"x"])

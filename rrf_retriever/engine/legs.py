@@ -1,0 +1,206 @@
+"""Legs: the ranked sources of a hybrid query. Each leg owns its search AND its writes.
+
+The engine never asks what kind of store is behind a leg: a :class:`DenseLeg` searches with the query vector
+and writes with document vectors, a :class:`KeywordLeg` searches with the text, a :class:`FunctionLeg` (a
+framework retriever) is read-only. The write unit calls the same four methods on every writable leg
+(``add``, ``delete``, ``snapshot``, ``restore``).
+
+Example:
+    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> leg = as_leg("keyword", FTS5KeywordStore())
+    >>> leg.add(["a"], ["hybrid search"], [{}]); [h.id for h in leg.search("search", None, 5, None, frozenset())]
+    ['a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from rrf_retriever.errors import InvalidTypeError
+from rrf_retriever.scope import NormalizedFilter, matches
+from rrf_retriever.stores.base import DenseStore, KeywordStore
+from rrf_retriever.types import Hit, Record
+
+__all__ = ["DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "StoreLeg", "as_leg"]
+
+Vectors = Sequence[Sequence[float]]
+
+
+class Leg:
+    """One ranked source of a hybrid query. Subclasses implement :meth:`search` (and may override ``asearch``).
+
+    ``kind`` is ``"dense"`` (needs the query vector), ``"keyword"`` or ``"retriever"``. A read-only leg
+    (``writable = False``) is skipped by every write.
+    """
+
+    kind: str = "retriever"
+    #: Writes (add/delete) reach this leg's store; False for read-only sources such as foreign retrievers.
+    writable: bool = False
+    #: The model that embeds this leg's query and documents (dense legs); None for the others.
+    embedding: Any = None
+    #: True if this leg's search keeps Python's GIL for its whole run (the engine then starts it last).
+    holds_gil: bool = False
+
+    def search(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
+        raise NotImplementedError
+
+    async def asearch(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
+        import asyncio  # lazily, as everywhere here: only async callers (who have it loaded) pay its import
+
+        return await asyncio.to_thread(self.search, query, vector, limit, flt, exclude_ids)
+
+    def sits_out(self, query: str) -> str | None:
+        """A reason not to call this leg for ``query`` (None: call it)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the leg holds (nothing by default)."""
+
+
+class StoreLeg(Leg):
+    """A leg over one of our stores: it reads and writes through the store's protocol."""
+
+    writable = True
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    @property
+    def holds_gil(self) -> bool:  # type: ignore[override]
+        return bool(self.store.holds_gil)
+
+    def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
+        """Upsert a validated batch (``vectors``: this leg's embedding of ``texts``, None for keyword legs)."""
+        raise NotImplementedError
+
+    def delete(self, ids: list[str]) -> None:
+        self.store.delete(ids)
+
+    def get(self, ids: Sequence[str]) -> list[Record]:
+        return self.store.get(ids)
+
+    def count(self) -> int:
+        return int(self.store.count())
+
+    def snapshot(self, ids: list[str]) -> list[Record]:
+        """What :meth:`restore` needs to put ``ids`` back as they are now."""
+        return self.store.get(ids)
+
+    def restore(self, ids: list[str], previous: list[Record]) -> None:
+        """Put ``ids`` back to ``previous`` (a :meth:`snapshot`): delete them, re-add what existed."""
+        self.store.delete(ids)
+        if previous:
+            vectors = [r.vector for r in previous] if self.embedding is not None else None
+            self.add([r.id for r in previous], [r.text for r in previous], [dict(r.metadata) for r in previous],
+                     vectors)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class KeywordLeg(StoreLeg):
+    """A :class:`~rrf_retriever.stores.base.KeywordStore` as a leg."""
+
+    kind = "keyword"
+
+    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return self.store.search(query, limit, flt, exclude_ids)
+
+    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return await self.store.asearch(query, limit, flt, exclude_ids)
+
+    def sits_out(self, query: str) -> str | None:
+        analyzer = self.store.analyzer
+        if analyzer is not None and not analyzer.terms(query):
+            return "no keyword term survives analysis"
+        return None
+
+    def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
+        self.store.add(ids, texts, metadatas)
+
+
+class DenseLeg(StoreLeg):
+    """A :class:`~rrf_retriever.stores.base.DenseStore` as a leg; its ``embedding`` embeds the query."""
+
+    kind = "dense"
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.embedding = store.embedding
+
+    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return self.store.search(vector, limit, flt, exclude_ids)
+
+    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return await self.store.asearch(vector, limit, flt, exclude_ids)
+
+    def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
+        self.store.add(ids, texts, metadatas, vectors=vectors)
+
+    def snapshot(self, ids: list[str]) -> list[Record]:
+        return self.store.get(ids, with_vectors=True)
+
+
+class FunctionLeg(Leg):
+    """Any function ``(query, limit) -> list[Hit]`` as a read-only leg (used to wrap framework retrievers).
+
+    A function cannot take our scope, so the filter and the exclusions are applied to what it returns (the
+    leg may then give fewer than ``limit`` hits); metadata is matched by the reference semantics
+    (:func:`rrf_retriever.scope.matches`), the same the stores compile.
+    """
+
+    kind = "retriever"
+
+    def __init__(
+        self,
+        search: Callable[[str, int], list[Hit]],
+        asearch: Callable[[str, int], Awaitable[list[Hit]]] | None = None,
+    ) -> None:
+        self._search = search
+        self._asearch = asearch
+
+    @staticmethod
+    def _scoped(hits: Iterable[Hit], limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> list[Hit]:
+        return [h for h in hits if h.id not in excl and matches(h.metadata, flt)][:limit]
+
+    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        return self._scoped(self._search(query, limit), limit, flt, exclude_ids)
+
+    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        if self._asearch is None:
+            return await super().asearch(query, vector, limit, flt, exclude_ids)
+        return self._scoped(await self._asearch(query, limit), limit, flt, exclude_ids)
+
+
+def as_leg(name: str, source: Any) -> Leg:
+    """Turn a store (or a ready :class:`Leg`) into a leg, by the protocol it implements.
+
+    Example:
+        >>> as_leg("x", object())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rrf_retriever.errors.InvalidTypeError: source 'x' ...
+    """
+    if isinstance(source, Leg):
+        return source
+    if isinstance(source, DenseStore):
+        return DenseLeg(source)
+    if isinstance(source, KeywordStore):
+        return KeywordLeg(source)
+    msg = (
+        f"source {name!r} is a {type(source).__name__}: expected a keyword store, a dense store (the protocols "
+        "of rrf_retriever.stores.base), a Leg, or (through EnsembleRRFRetriever) a LangChain or LlamaIndex retriever"
+    )
+    raise InvalidTypeError(msg)
+
+
+def writable_legs(legs: Mapping[str, Leg]) -> list[tuple[str, StoreLeg]]:
+    """The legs that writes reach, in source order."""
+    return [(name, leg) for name, leg in legs.items() if leg.writable and isinstance(leg, StoreLeg)]

@@ -1,0 +1,200 @@
+"""The multi-store write unit: every writable leg gets the same ids, all or nothing.
+
+One write (add or delete) is: validate the batch, embed the texts once per model BEFORE anything is written (a
+failing embedding writes nothing), snapshot what the ids hold now, record the write in the journal, then write
+leg by leg. If one leg fails, the legs already written (and whatever the failing one wrote of the batch) are
+restored from the snapshot and the journal entry is cleared: no document is ever in one leg only. A crash
+(the process killed mid-write) leaves the journal entry pending: :meth:`WriteUnit.recover` redoes it in every leg
+on the next open (store writes are idempotent: upserts and deletes by id).
+
+Example:
+    >>> from rrf_retriever.engine.legs import as_leg
+    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> unit = WriteUnit({"keyword": as_leg("keyword", FTS5KeywordStore())})
+    >>> unit.add(["a"], ["hello"]), unit.count()
+    (['a'], {'keyword': 1})
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rrf_retriever.engine.journal import Journal
+from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
+from rrf_retriever.errors import EmbeddingError, RRFRetrieverError, StoreError
+from rrf_retriever.types import Record
+from rrf_retriever.validate import check_ids, validate_batch
+
+__all__ = ["WriteUnit", "embed_documents"]
+
+logger = logging.getLogger("rrf_retriever")
+Snapshot = dict[str, list[Record]]
+
+
+def embed_documents(legs: Sequence[tuple[str, Leg]], texts: list[str]) -> dict[int, Vectors]:
+    """The texts embedded once per distinct model of ``legs`` (``{id(model): vectors}``).
+
+    Raises:
+        EmbeddingError: the model failed (the message says nothing was written).
+    """
+    vectors: dict[int, Vectors] = {}
+    for _, leg in legs:
+        model = leg.embedding
+        if model is None or id(model) in vectors:
+            continue
+        try:
+            vectors[id(model)] = model.embed_documents(texts)
+        except RRFRetrieverError as exc:
+            raise type(exc)(f"{exc}; nothing was written") from exc
+        except Exception as exc:
+            msg = f"embedding {len(texts)} document(s) failed: {type(exc).__name__}: {exc}; nothing was written"
+            raise EmbeddingError(msg) from exc
+    return vectors
+
+
+def _vectors_for(leg: Leg, vectors: Mapping[int, Vectors]) -> Vectors | None:
+    return None if leg.embedding is None else vectors[id(leg.embedding)]
+
+
+def _store_error(exc: BaseException, text: str) -> StoreError:
+    # Keep the store's own class (StoreLockedError: retry later), else the generic StoreError.
+    return (type(exc) if isinstance(exc, StoreError) else StoreError)(text)
+
+
+class WriteUnit:
+    """Writes to every writable leg of ``legs`` as one unit (see the module docstring).
+
+    Args:
+        legs: The engine's legs by source name (read-only legs are skipped).
+        journal: An open write-ahead journal, or None.
+    """
+
+    def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None) -> None:
+        self._legs = writable_legs(legs)
+        self.journal = journal
+        self.lock = threading.RLock()
+
+    @property
+    def legs(self) -> list[tuple[str, StoreLeg]]:
+        """The writable legs, in source order."""
+        return list(self._legs)
+
+    def count(self) -> dict[str, int]:
+        """Documents per writable leg, by source name."""
+        return {name: leg.count() for name, leg in self._legs}
+
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> list[str]:
+        """Upsert documents into every writable leg; all or nothing. Returns the ids written."""
+        id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
+        if not id_list:
+            return []
+        with self.lock:
+            vectors = embed_documents(self._legs, text_list)
+            journal_vectors = {name: _vectors_for(leg, vectors) for name, leg in self._legs if leg.embedding}
+            self._apply(
+                "add", id_list, lambda leg: leg.add(id_list, text_list, meta_list, _vectors_for(leg, vectors)),
+                lambda: self._journal_begin("add", id_list, text_list, meta_list, journal_vectors),
+                f"adding {len(id_list)} document(s) failed",
+            )
+        return id_list
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete ids from every writable leg; if one leg fails the others get the documents back."""
+        id_list = check_ids(ids)
+        if not id_list:
+            return
+        with self.lock:
+            self._apply("delete", id_list, lambda leg: leg.delete(id_list),
+                        lambda: self._journal_begin("delete", id_list), "deleting failed")
+
+    def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str) -> None:
+        before = {name: leg.snapshot(ids) for name, leg in self._legs}
+        seq = begin()
+        done: list[tuple[str, StoreLeg]] = []
+        for name, leg in self._legs:
+            try:
+                write(leg)
+            except Exception as exc:
+                # A failed rollback raises and keeps the journal entry: recover() then completes the batch.
+                self._restore(done, ids, before)
+                self._undo_partial(name, leg, ids, before)
+                self._journal_clear(seq)
+                msg = f"{failure} in store {name!r}; the other stores were rolled back: {exc}"
+                raise _store_error(exc, msg) from exc
+            done.append((name, leg))
+        self._journal_clear(seq)
+
+    def _journal_begin(self, op: str, ids: list[str], texts: Sequence[str] = (),
+                       metadatas: Sequence[Mapping[str, Any]] = (), vectors: Mapping[str, Any] | None = None
+                       ) -> int | None:
+        if self.journal is None:
+            return None
+        return self.journal.begin(op, ids, texts, metadatas, vectors)  # type: ignore[arg-type]
+
+    def _journal_clear(self, seq: int | None) -> None:
+        if self.journal is not None and seq is not None:
+            self.journal.clear(seq)
+
+    def recover(self) -> int:
+        """Redo every write the journal holds as pending (interrupted by a crash) in every writable leg.
+
+        Returns:
+            The number of batches redone (0 without a journal).
+
+        Raises:
+            StoreError: a store refused the redo; the entry stays pending for the next attempt.
+        """
+        if self.journal is None:
+            return 0
+        with self.lock:
+            entries = self.journal.pending()
+            for entry in entries:
+                for name, leg in self._legs:
+                    try:
+                        if entry.op == "delete":
+                            leg.delete(entry.ids)
+                            continue
+                        vectors = entry.vectors.get(name) if leg.embedding is not None else None
+                        if leg.embedding is not None and vectors is None:  # a dense leg added after the entry
+                            vectors = embed_documents([(name, leg)], entry.texts)[id(leg.embedding)]
+                        leg.add(entry.ids, entry.texts, entry.metadatas, vectors)
+                    except Exception as exc:
+                        detail = str(exc) if isinstance(exc, RRFRetrieverError) else f"{type(exc).__name__}: {exc}"
+                        msg = f"redoing journal entry {entry.seq} ({entry.op}) in store {name!r} failed: {detail}"
+                        raise StoreError(msg) from exc
+                self.journal.clear(entry.seq)
+            if entries:
+                logger.warning("rrf_retriever journal: redid %d interrupted write(s) in every store", len(entries))
+        return len(entries)
+
+    @staticmethod
+    def _undo_partial(name: str, leg: StoreLeg, ids: list[str], before: Snapshot) -> None:
+        """The leg that failed may have written part of the batch (Qdrant upserts in chunks): undo that."""
+        try:
+            now = leg.snapshot(ids)
+        except Exception:
+            return
+
+        def view(records: list[Record]) -> list[tuple[str, str, dict[str, Any]]]:
+            return [(r.id, r.text, dict(r.metadata)) for r in records]
+
+        if view(now) != view(before[name]):
+            WriteUnit._restore([(name, leg)], ids, before)
+
+    @staticmethod
+    def _restore(done: list[tuple[str, StoreLeg]], ids: list[str], before: Snapshot) -> None:
+        """Put the legs already written back as they were (reported if it fails)."""
+        for name, leg in done:
+            try:
+                leg.restore(ids, before[name])
+            except Exception as exc:  # pragma: no cover - a failure during rollback
+                msg = f"rollback of store {name!r} failed; its content may differ from the other stores"
+                raise StoreError(msg) from exc

@@ -1,0 +1,358 @@
+"""Value checks shared by every layer: scalars, ids, vectors and write batches.
+
+Each check returns the value (converted where it says so) or raises our error naming the field, so a bad
+argument is refused at the door with a clear message, never deep inside SQLite or Qdrant.
+
+Example:
+    >>> from rrf_retriever.validate import check_int, validate_batch
+    >>> check_int(10, "top_k", 1, 10_000)
+    10
+    >>> validate_batch(["a"], ["text"], None)
+    (['a'], ['text'], [{}])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rrf_retriever.errors import DimensionMismatchError, FilterError, InvalidArgumentError, InvalidTypeError
+
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_TOP_K",
+    "check_id",
+    "check_ids",
+    "check_int",
+    "check_limit",
+    "check_mapping",
+    "check_number",
+    "check_query",
+    "check_str",
+    "check_top_k",
+    "check_weights",
+    "to_float_vector",
+    "to_float_vectors",
+    "validate_batch",
+    "validate_vectors",
+]
+
+_MAX_ID_LENGTH = 1024
+#: The largest ``limit`` a store accepts; beyond it a caller has made a mistake (``top_k=10**9``).
+MAX_LIMIT = 100_000
+#: The largest ``top_k`` accepted; a bigger one is a caller's mistake (``top_k=10**9``), not a request.
+MAX_TOP_K = 10_000
+
+
+def check_str(value: object, name: str) -> str:
+    """A ``str`` or our TypeError naming the field (bytes, None and numbers are refused).
+
+    Example:
+        >>> check_str("hello", "query")
+        'hello'
+    """
+    if not isinstance(value, str):
+        msg = f"{name} must be a str, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    return value
+
+
+def check_int(value: object, name: str, low: int, high: int | None = None) -> int:
+    """An ``int`` (not a bool) from ``low`` to ``high`` inclusive, or our error naming the field.
+
+    Example:
+        >>> check_int(10, "top_k", 1, 10_000)
+        10
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an integer, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    if value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"between {low} and {high}"
+        msg = f"{name} must be {bounds}, got {value}"
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def check_number(value: object, name: str, *, allow_zero: bool = True) -> float:
+    """A finite number >= 0 (> 0 with ``allow_zero=False``) as a float, or our error naming the field.
+
+    Example:
+        >>> check_number(60, "rrf_k")
+        60.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"{name} must be a number, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        msg = f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return number
+
+
+def check_id(doc_id: object, *, field_name: str = "id") -> str:
+    """Check one document id: a non-empty string without NUL, valid Unicode, at most 1024 characters.
+
+    Example:
+        >>> check_id("doc-1")
+        'doc-1'
+    """
+    if not isinstance(doc_id, str):
+        msg = f"{field_name}: document ids are strings, got {type(doc_id).__name__}"
+        raise InvalidTypeError(msg)
+    if not doc_id or len(doc_id) > _MAX_ID_LENGTH or "\x00" in doc_id:
+        msg = f"{field_name}: a document id must be 1 to {_MAX_ID_LENGTH} characters without NUL, got {doc_id!r:.60}"
+        raise FilterError(msg)
+    try:
+        doc_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"{field_name}: document id {doc_id!r:.60} is not valid Unicode (lone surrogate?)"
+        raise FilterError(msg) from exc
+    return doc_id
+
+
+def to_float_vector(value: object, name: str, *, type_error: type[Exception] = InvalidTypeError) -> list[float]:
+    """One vector (list, tuple, numpy array, tensor) as a list of finite floats.
+
+    Args:
+        value: The vector.
+        name: What it is, for messages ("the query vector", "vectors[3]").
+        type_error: The error for a value that is not a sequence of numbers (``EmbeddingError`` when a model
+            returned it, ``InvalidTypeError`` when a caller passed it).
+
+    Raises:
+        DimensionMismatchError: an empty vector, NaN or infinity.
+
+    Example:
+        >>> to_float_vector((1, 2.5), "v")
+        [1.0, 2.5]
+    """
+    if hasattr(value, "tolist"):  # numpy arrays, torch tensors: one C-level conversion
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a sequence of floats, not {type(value).__name__}"
+        raise type_error(msg)
+    try:
+        out = [float(x) for x in value]
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must hold numbers only"
+        raise type_error(msg) from exc
+    if not out:
+        msg = f"{name} is empty"
+        raise DimensionMismatchError(msg)
+    if not all(math.isfinite(x) for x in out):
+        msg = f"{name} holds NaN or infinity"
+        raise DimensionMismatchError(msg)
+    return out
+
+
+def to_float_vectors(
+    value: object,
+    count: int,
+    name: str,
+    *,
+    type_error: type[Exception] = InvalidTypeError,
+    count_error: type[Exception] = DimensionMismatchError,
+) -> list[list[float]]:
+    """``count`` vectors (a list of vectors or a 2-D array) as lists of finite floats; see :func:`to_float_vector`.
+
+    Example:
+        >>> to_float_vectors([[1, 2], (3, 4)], 2, "vectors")
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+    if hasattr(value, "tolist") and not isinstance(value, Sequence):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a list of vectors, not {type(value).__name__}"
+        raise type_error(msg)
+    if len(value) != count:
+        msg = f"{name}: {len(value)} vectors for {count} texts"
+        raise count_error(msg)
+    return [to_float_vector(v, f"{name}[{i}]", type_error=type_error) for i, v in enumerate(value)]
+
+
+def check_ids(ids: object, field_name: str = "ids") -> list[str]:
+    """Document ids (any iterable but a single string), each checked by :func:`check_id`, duplicates dropped.
+
+    Example:
+        >>> check_ids(("a", "b", "a"))
+        ['a', 'b']
+    """
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        msg = f"{field_name} must be a list of ids, not {type(ids).__name__}"
+        raise InvalidTypeError(msg)
+    return list(dict.fromkeys(check_id(i, field_name=field_name) for i in ids))
+
+
+def check_mapping(value: object, name: str, what: str) -> Mapping[Any, Any]:
+    """A mapping, or our TypeError: ``"{name} must be a mapping of {what}, not list"``.
+
+    Example:
+        >>> check_mapping({"dense": 1.0}, "weights", "source name to weight")
+        {'dense': 1.0}
+    """
+    if not isinstance(value, Mapping):
+        msg = f"{name} must be a mapping of {what}, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    return value
+
+
+def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
+
+    Args:
+        sources: The source names.
+        weights: ``{source: weight}`` or None.
+
+    Returns:
+        ``{source: weight}`` for every source.
+
+    Raises:
+        InvalidTypeError: ``weights`` is not a mapping.
+        InvalidArgumentError: a weight that is NaN, infinite or negative (the message names the source), or a
+            weight for a source that is not among ``sources``.
+
+    Example:
+        >>> check_weights(["dense", "keyword"], {"keyword": 0.5})
+        {'dense': 1.0, 'keyword': 0.5}
+    """
+    weights = check_mapping(weights or {}, "weights", "source name to weight")
+    unknown = sorted(set(weights) - set(sources), key=str)
+    if unknown:
+        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
+        raise InvalidArgumentError(msg)
+    return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}") for s in sources}
+
+
+def check_query(query: object) -> str:
+    """A query must be a ``str`` (bytes, None and numbers are refused with our TypeError).
+
+    Example:
+        >>> check_query("hello")
+        'hello'
+    """
+    return check_str(query, "query")
+
+
+def check_top_k(top_k: object, name: str = "top_k") -> int:
+    """``top_k`` (or ``fetch_k``) must be an integer from 1 to :data:`MAX_TOP_K`.
+
+    Example:
+        >>> check_top_k(4)
+        4
+    """
+    return check_int(top_k, name, 1, MAX_TOP_K)
+
+
+def check_limit(limit: object) -> int:
+    """Validate a store ``limit``: an int from 0 to :data:`MAX_LIMIT` (0 gives an empty result).
+
+    Example:
+        >>> check_limit(10)
+        10
+    """
+    return check_int(limit, "limit", 0, MAX_LIMIT)
+
+
+def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        msg = f"metadatas[{i}] must be a mapping, not {type(metadata).__name__}"
+        raise InvalidTypeError(msg)
+    out = dict(metadata)
+    for key in out:
+        if not isinstance(key, str):
+            msg = f"metadatas[{i}]: metadata keys must be strings, got {key!r}"
+            raise InvalidTypeError(msg)
+    try:
+        # Stores write the JSON as UTF-8 (SQLite, Qdrant payloads): a lone surrogate must fail here, not there.
+        json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"metadatas[{i}] is not valid Unicode (lone surrogate?)"
+        raise InvalidArgumentError(msg) from exc
+    except (TypeError, ValueError) as exc:
+        msg = f"metadatas[{i}] must be JSON-serialisable (no NaN, no objects): {exc}"
+        raise InvalidArgumentError(msg) from exc
+    return out
+
+
+def validate_batch(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    metadatas: Sequence[Mapping[str, Any] | None] | None,
+) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """Check an ``add`` batch before anything is written, so a bad batch changes nothing.
+
+    Ids must be unique non-empty strings, texts strings (valid Unicode), metadata JSON-serialisable
+    mappings with string keys; the three sequences have the same length.
+
+    Example:
+        >>> validate_batch(["a", "b"], ["x", "y"], [{"n": 1}, None])
+        (['a', 'b'], ['x', 'y'], [{'n': 1}, {}])
+    """
+    for name, seq in (("ids", ids), ("texts", texts)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence):
+            msg = f"{name} must be a list, not {type(seq).__name__}"
+            raise InvalidTypeError(msg)
+    id_list = [check_id(doc_id, field_name="ids") for doc_id in ids]
+    if len(set(id_list)) != len(id_list):
+        msg = "ids must be unique within one batch"
+        raise InvalidArgumentError(msg)
+    if len(texts) != len(id_list):
+        msg = f"got {len(id_list)} ids but {len(texts)} texts"
+        raise InvalidArgumentError(msg)
+    text_list: list[str] = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            msg = f"texts[{i}] must be a str, not {type(text).__name__}"
+            raise InvalidTypeError(msg)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            msg = f"texts[{i}] is not valid Unicode (lone surrogate?)"
+            raise InvalidArgumentError(msg) from exc
+        text_list.append(text)
+    if metadatas is None:
+        meta_list = [{} for _ in id_list]
+    else:
+        if isinstance(metadatas, (str, bytes, Mapping)) or not isinstance(metadatas, Sequence):
+            msg = f"metadatas must be a list of mappings, not {type(metadatas).__name__}"
+            raise InvalidTypeError(msg)
+        if len(metadatas) != len(id_list):
+            msg = f"got {len(id_list)} ids but {len(metadatas)} metadatas"
+            raise InvalidArgumentError(msg)
+        meta_list = [_check_metadata(i, m) for i, m in enumerate(metadatas)]
+    return id_list, text_list, meta_list
+
+
+def validate_vectors(vectors: object, count: int, dim: int | None = None) -> tuple[list[list[float]], int]:
+    """Bring ``count`` vectors (lists, tuples, a numpy array) to lists of finite floats of one dimension.
+
+    Args:
+        vectors: The vectors, one per document.
+        count: How many documents they belong to.
+        dim: The collection's dimension, if it has one.
+
+    Returns:
+        The vectors as lists of floats, and their dimension.
+
+    Raises:
+        InvalidTypeError: not a sequence of sequences of numbers.
+        DimensionMismatchError: wrong count, mixed or wrong dimension, empty vectors, NaN or infinity.
+
+    Example:
+        >>> validate_vectors([[0.1, 0.2]], 1)
+        ([[0.1, 0.2]], 2)
+    """
+    out = to_float_vectors(vectors, count, "vectors")
+    for i, vec in enumerate(out):
+        if dim is None:
+            dim = len(vec)
+        if len(vec) != dim:
+            msg = f"vectors[{i}] has dimension {len(vec)}, expected {dim}"
+            raise DimensionMismatchError(msg)
+    return out, dim or 0
