@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install install-test lint bench clean
+.PHONY: demo test test-fast check-installs install install-test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,20 @@ demo: $(VENV)/.installed-runtime
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# The inner loop: unit tests only, without the ones marked slow (about a minute here).
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests/unit -m "not slow" -q
+
+# A LangChain-only and a LlamaIndex-only install, each in a throwaway venv, must give a working retriever.
+check-installs:
+	@for fw in langchain llama-index; do \
+	  dir=$$(mktemp -d) && $(PYTHON) -m venv $$dir && \
+	  $$dir/bin/python -m pip install -q --upgrade pip && \
+	  $$dir/bin/python -m pip install -q ".[$$fw]" && \
+	  (cd $$dir && $$dir/bin/python $(CURDIR)/.ci/install_smoke.py $$fw) || exit 1; \
+	  rm -rf $$dir; \
+	done
 
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check rrf_retriever tests benchmarks integrations

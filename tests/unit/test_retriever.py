@@ -127,3 +127,40 @@ def test_a_persistent_retriever_keeps_a_journal_and_redoes_interrupted_writes(tm
     reopened = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path)
     assert reopened.engine.count() == {"dense": 2, "keyword": 2}
     assert reopened.engine.journal.pending() == []
+
+
+_ONE_FRAMEWORK = """
+import sys
+sys.modules[{blocked!r}] = None  # as if it were not installed: any import of it fails
+from rrf_retriever import EnsembleRRFRetriever, FTS5KeywordStore
+r = EnsembleRRFRetriever(keyword=FTS5KeywordStore(), top_k=1)
+r.add_texts(["error E42", "vector search"], ids=["e42", "vec"])
+{check}
+assert {blocked!r} not in {{m.split(".")[0] for m, v in sys.modules.items() if v is not None}}
+print(type(r).__name__)
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocked", "check", "name"),
+    [
+        ("llama_index", "from langchain_core.retrievers import BaseRetriever as B\n"
+         "assert isinstance(r, B) and [d.id for d in r.invoke('E42')] == ['e42']", "LangChainRRFRetriever"),
+        ("langchain_core", "from llama_index.core.base.base_retriever import BaseRetriever as B\n"
+         "assert isinstance(r, B) and [n.node.node_id for n in r.retrieve('E42')] == ['e42']",
+         "LlamaIndexRRFRetriever"),
+    ],
+)
+def test_one_framework_alone_gives_that_frameworks_retriever(blocked: str, check: str, name: str) -> None:
+    import subprocess
+    import sys
+
+    code = _ONE_FRAMEWORK.format(blocked=blocked, check=check)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == name
+
+
+def test_unknown_constructor_arguments_are_errors() -> None:
+    with pytest.raises(InvalidArgumentError, match="semantic_weigth"):
+        EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()}, semantic_weigth=3.0)

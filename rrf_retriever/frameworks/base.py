@@ -1,0 +1,364 @@
+"""What every framework's retriever shares: building the engine, writes, settings, scoping and search.
+
+:class:`RetrieverCore` is a plain mixin (no framework type, no pydantic field): the LangChain side, the LlamaIndex
+side and the dual class of :mod:`rrf_retriever.retriever` put it first in their bases. It reads ``self.engine`` and
+``self.search_kwargs``, which each framework declares its own way (pydantic fields for LangChain, attributes for
+LlamaIndex).
+
+Example:
+    >>> from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding  # doctest: +SKIP
+    >>> r = EnsembleRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store
+from rrf_retriever.types import FusedHit, Record, SearchResult
+from rrf_retriever.validate import check_mapping, check_top_k
+
+__all__ = ["RRF_METADATA_KEYS", "SEARCH_KWARGS", "FrameworkSide", "RetrieverCore", "content_id", "result_metadata"]
+
+#: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
+RRF_METADATA_KEYS = ("rrf_score", "rrf_ranks", "rrf_scores", "rrf_expanded_from")
+#: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``).
+SEARCH_KWARGS = frozenset({"top_k", "k", "filter", "exclude_ids", "weights"})
+_WEIGHTS_ARE = "source name to weight"
+
+
+def result_metadata(hit: FusedHit) -> dict[str, Any]:
+    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``)."""
+    metadata = dict(hit.metadata)
+    metadata["rrf_score"] = hit.score
+    metadata["rrf_ranks"] = dict(hit.ranks)
+    metadata["rrf_scores"] = dict(hit.scores)
+    return metadata
+
+
+def content_id(text: str) -> str:
+    """A stable id from a text (for framework documents that carry none)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class FrameworkSide:
+    """What one framework contributes to the retriever; subclassed by the LangChain and LlamaIndex sides.
+
+    A side converts the framework's documents and retrievers into ours, and initialises its own base class.
+    """
+
+    #: Constructor keywords the framework's base class takes (``tags`` for LangChain, ``verbose`` for LlamaIndex).
+    framework_kwargs: ClassVar[frozenset[str]] = frozenset()
+
+    @staticmethod
+    def leg_for(source: Any, id_key: str | None) -> Leg | None:
+        """A read-only leg over this framework's retriever ``source``, or None if it is not one."""
+        return None
+
+    @staticmethod
+    def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
+        """``(id, text, metadata)`` of this framework's document, or None if it is not one."""
+        return None
+
+    def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _side_kwargs(self) -> dict[str, Any]:
+        """The framework keywords a copy (``scoped``) must be built with."""
+        return {}
+
+
+def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Refuse an unknown search argument (a typo never silently does nothing)."""
+    unknown = sorted(set(kwargs) - SEARCH_KWARGS)
+    if unknown:
+        msg = f"unknown search argument(s) {unknown}; accepted: {sorted(SEARCH_KWARGS)} (rrf_k is a setting)"
+        raise InvalidArgumentError(msg)
+    return dict(kwargs)
+
+
+def resolve_top_k(top_k: int | None, k: int | None) -> int | None:
+    """``k`` is LangChain's name for the number of results: accept it as ``top_k``, never as the RRF constant."""
+    if k is not None and top_k is not None and k != top_k:
+        msg = f"k ({k}) and top_k ({top_k}) both given and different; k is an alias of top_k"
+        raise InvalidArgumentError(msg)
+    value = top_k if top_k is not None else k
+    return None if value is None else check_top_k(value)
+
+
+class RetrieverCore:
+    """The framework-neutral half of :class:`~rrf_retriever.retriever.EnsembleRRFRetriever` (see its docstring)."""
+
+    #: The framework sides this class was composed of (set by each concrete class).
+    _sides: ClassVar[tuple[type[FrameworkSide], ...]] = ()
+
+    def __init__(
+        self,
+        dense: Any = None,
+        keyword: Any = None,
+        *,
+        sources: Mapping[str, Any] | None = None,
+        weights: Mapping[str, float] | None = None,
+        semantic_weight: float | None = None,
+        keyword_weight: float | None = None,
+        rrf_k: float = DEFAULT_HYBRID_RRF_K,
+        top_k: int | None = None,
+        k: int | None = None,
+        fetch_k: int | None = None,
+        leg_timeout: float | None = None,
+        on_error: str = "degrade",
+        fusion: str = "rrf",
+        expand: Any = None,
+        links_key: str | None = None,
+        expand_limit: int | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
+        id_key: str | None = None,
+        engine: HybridEngine | None = None,
+        journal: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        allowed = frozenset().union(*(side.framework_kwargs for side in self._sides))
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            msg = f"unknown argument(s) {unknown} for {type(self).__name__}; see its docstring for the accepted ones"
+            raise InvalidArgumentError(msg)
+        top_k = resolve_top_k(top_k, k)
+        if engine is None:
+            engine = self._build_engine(
+                dense, keyword, sources, weights, semantic_weight, keyword_weight, id_key,
+                rrf_k=rrf_k, top_k=10 if top_k is None else top_k, fetch_k=fetch_k, leg_timeout=leg_timeout,
+                on_error=on_error, fusion=fusion, expand=expand, links_key=links_key, expand_limit=expand_limit,
+                journal=journal,
+            )
+        elif not isinstance(engine, HybridEngine):
+            msg = f"engine must be a HybridEngine, not {type(engine).__name__}"
+            raise InvalidTypeError(msg)
+        elif top_k is not None:
+            engine.update_settings(top_k=top_k)
+        self._init_sides(engine, check_search_kwargs(search_kwargs or {}), kwargs)
+
+    def _init_sides(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        for side in self._sides:
+            wanted = {k: v for k, v in kwargs.items() if k in side.framework_kwargs}
+            side._init_side(self, engine, search_kwargs, wanted)  # type: ignore[arg-type]
+
+    @classmethod
+    def _leg_for(cls, source: Any, id_key: str | None) -> Any:
+        for side in cls._sides:
+            leg = side.leg_for(source, id_key)
+            if leg is not None:
+                return leg
+        return source  # a store or a Leg: the engine checks it
+
+    @classmethod
+    def _build_engine(
+        cls,
+        dense: Any,
+        keyword: Any,
+        sources: Mapping[str, Any] | None,
+        weights: Mapping[str, float] | None,
+        semantic_weight: float | None,
+        keyword_weight: float | None,
+        id_key: str | None,
+        **settings: Any,
+    ) -> HybridEngine:
+        legs: dict[str, Any] = {}
+        if dense is not None:
+            legs["dense"] = dense
+        if keyword is not None:
+            legs["keyword"] = keyword
+        for name, source in check_mapping(sources or {}, "sources", "source name to store or retriever").items():
+            if name in legs:
+                msg = f"source {name!r} is given twice (as a keyword argument and in sources)"
+                raise InvalidArgumentError(msg)
+            legs[name] = cls._leg_for(source, id_key)
+        if not legs:
+            msg = "EnsembleRRFRetriever needs at least one source: dense=, keyword= or sources={...}"
+            raise InvalidArgumentError(msg)
+        merged = dict(check_mapping(weights or {}, "weights", _WEIGHTS_ARE))
+        for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
+            if value is not None:
+                if name not in legs:
+                    msg = f"{'semantic' if name == 'dense' else 'keyword'}_weight given but there is no {name} source"
+                    raise InvalidArgumentError(msg)
+                merged[name] = value
+        return HybridEngine(legs, merged, **settings)
+
+    # ---- constructors -----------------------------------------------------------------------------------
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Sequence[str],
+        embedding: Any,
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        *,
+        keyword: str | Any = "fts5",
+        dense: str | Any = "qdrant-edge",
+        path: str | Path | None = None,
+        collection_name: str = "rrf_retriever",
+        **kwargs: Any,
+    ) -> Any:
+        """Build the embedded default stack and index ``texts``.
+
+        Args:
+            texts: The documents.
+            embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
+            metadatas: One mapping per text (optional).
+            ids: One id per text (default: random UUIDs, as LangChain's vector stores do).
+            keyword: ``"fts5"`` (default, SQLite FTS5), ``"bm25"`` (in memory) or a keyword store.
+            dense: ``"qdrant-edge"`` (default: Qdrant's in-process engine, in ``path`` or a temporary folder;
+                exact search ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or
+                ``path``; comfortable below ~20k points) or any dense store (e.g. a server by URL).
+            path: A folder for persistent stores (``keyword.sqlite3``, ``qdrant-edge/`` and the write-ahead journal
+                ``journal.sqlite3``: the layout of a CLI index directory); None keeps all in memory.
+            collection_name: The Qdrant collection name.
+            **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
+        """
+        if path is not None and "journal" not in kwargs:
+            Path(path).mkdir(parents=True, exist_ok=True)
+            kwargs["journal"] = Path(path) / JOURNAL_FILE
+        dense_store = make_dense_store(dense, embedding, path, collection_name) if isinstance(dense, str) else dense
+        keyword_store = make_keyword_store(keyword, path) if isinstance(keyword, str) else keyword
+        retriever = cls(dense=dense_store, keyword=keyword_store, **kwargs)
+        if texts:
+            retriever.add_texts(texts, metadatas=metadatas, ids=ids)
+        return retriever
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], embedding: Any, **kwargs: Any) -> Any:
+        """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
+        retriever = cls.from_texts([], embedding, **kwargs)
+        if documents:
+            retriever.add_documents(documents)
+        return retriever
+
+    # ---- writes -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _texts_and_ids(texts: Sequence[str], ids: Sequence[str] | None) -> tuple[list[str], list[str]]:
+        if isinstance(texts, str):
+            msg = "texts must be a list of strings, not a single string"
+            raise InvalidTypeError(msg)
+        text_list = list(texts)
+        return text_list, list(ids) if ids is not None else [uuid.uuid4().hex for _ in text_list]
+
+    def _document_batch(self, documents: Sequence[Any], ids: Sequence[str] | None) -> tuple[list[str], ...]:
+        parts = [self._document_parts(d) for d in documents]
+        given = list(ids) if ids is not None else [p[0] or uuid.uuid4().hex for p in parts]
+        return given, [p[1] for p in parts], [p[2] for p in parts]  # type: ignore[return-value]
+
+    @classmethod
+    def _document_parts(cls, doc: Any) -> tuple[str | None, str, dict[str, Any]]:
+        for side in cls._sides:
+            parts = side.document_parts(doc)
+            if parts is not None:
+                return parts
+        msg = f"expected a LangChain Document or a LlamaIndex node, got {type(doc).__name__}"
+        raise InvalidTypeError(msg)
+
+    def add_texts(
+        self,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids."""
+        text_list, id_list = self._texts_and_ids(texts, ids)
+        return self.engine.add(id_list, text_list, metadatas)  # type: ignore[attr-defined]
+
+    async def aadd_texts(
+        self,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Async twin of :meth:`add_texts`."""
+        text_list, id_list = self._texts_and_ids(texts, ids)
+        return await self.engine.aadd(id_list, text_list, metadatas)  # type: ignore[attr-defined]
+
+    def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
+        """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing)."""
+        return self.engine.add(*self._document_batch(documents, ids))  # type: ignore[attr-defined]
+
+    async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
+        """Async twin of :meth:`add_documents`."""
+        return await self.engine.aadd(*self._document_batch(documents, ids))  # type: ignore[attr-defined]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete ids from every store (all or none)."""
+        self.engine.delete(ids)  # type: ignore[attr-defined]
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        """Async twin of :meth:`delete`."""
+        await self.engine.adelete(ids)  # type: ignore[attr-defined]
+
+    def get_by_ids(self, ids: Sequence[str]) -> list[Record]:
+        """Stored documents by id, in the order asked (missing ids are skipped)."""
+        return self.engine.get(ids)  # type: ignore[attr-defined]
+
+    # ---- settings -----------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> RetrievalSettings:
+        """The engine's current immutable settings snapshot."""
+        return self.engine.settings  # type: ignore[attr-defined]
+
+    def update_settings(
+        self, *, semantic_weight: float | None = None, keyword_weight: float | None = None, **changes: Any
+    ) -> RetrievalSettings:
+        """Change settings at runtime (validated, swapped atomically; the next query uses them).
+
+        Accepts ``weights``, ``semantic_weight``, ``keyword_weight``, ``rrf_k``, ``top_k`` (or ``k``), ``fetch_k``,
+        ``leg_timeout``, ``on_error``, ``fusion``. Shared by every copy of this retriever (``scoped``,
+        ``configurable_fields``): they wrap the same engine.
+
+        Example:
+            >>> retriever.update_settings(keyword_weight=0.0, top_k=5)  # doctest: +SKIP
+        """
+        if "k" in changes:
+            changes["top_k"] = resolve_top_k(changes.pop("top_k", None), changes.pop("k"))
+        weights = dict(check_mapping(changes.pop("weights", None) or {}, "weights", _WEIGHTS_ARE))
+        for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
+            if value is not None:
+                weights[name] = value
+        if weights:
+            changes["weights"] = weights
+        return self.engine.update_settings(**changes)  # type: ignore[attr-defined]
+
+    def scoped(self, **search_kwargs: Any) -> Any:
+        """A copy with per-instance search defaults (``filter``, ``exclude_ids``, ``top_k``/``k``, ``weights``).
+
+        LlamaIndex's ``retrieve(query)`` takes no keywords; use this to scope it. The copy shares the engine.
+
+        Example:
+            >>> retriever.scoped(filter={"session_id": [7]}, exclude_ids=["m1"]).retrieve("deploy")  # doctest: +SKIP
+        """
+        merged = check_search_kwargs({**self.search_kwargs, **search_kwargs})  # type: ignore[attr-defined]
+        side_kwargs: dict[str, Any] = {}
+        for side in self._sides:
+            side_kwargs.update(side._side_kwargs(self))  # type: ignore[arg-type]
+        return type(self)(engine=self.engine, search_kwargs=merged, **side_kwargs)  # type: ignore[attr-defined]
+
+    # ---- reads ------------------------------------------------------------------------------------------
+
+    def _search_args(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]
+        top_k = resolve_top_k(merged.pop("top_k", None), merged.pop("k", None))
+        return {"top_k": top_k, **merged}
+
+    def search(self, query: str, **kwargs: Any) -> SearchResult:
+        """Framework-neutral search: fused hits and the trace (see :meth:`HybridEngine.search`)."""
+        return self.engine.search(query, **self._search_args(kwargs))  # type: ignore[attr-defined]
+
+    async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
+        """Async twin of :meth:`search`."""
+        return await self.engine.asearch(query, **self._search_args(kwargs))  # type: ignore[attr-defined]
+

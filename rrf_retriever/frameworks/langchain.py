@@ -1,0 +1,108 @@
+"""The LangChain side: ``Document`` conversion, LangChain retrievers as legs, and :class:`LangChainRRFRetriever`.
+
+Importable with only ``langchain-core`` installed (``pip install 'rrf-retriever[langchain]'``); it never imports
+LlamaIndex, so a LangChain user who has both installed can import this class and skip LlamaIndex's import cost.
+
+Example:
+    >>> from rrf_retriever.frameworks.langchain import LangChainRRFRetriever  # doctest: +SKIP
+    >>> from rrf_retriever import HashingEmbedding  # doctest: +SKIP
+    >>> r = LangChainRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
+    >>> r.invoke("E42", k=1)[0].metadata["rrf_ranks"]  # doctest: +SKIP
+    {'keyword': 1, 'dense': 2}
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rrf_retriever.engine import FunctionLeg, HybridEngine
+from rrf_retriever.errors import missing_dependency
+from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore, content_id, result_metadata
+from rrf_retriever.types import FusedHit, Hit
+
+try:
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+    from langchain_core.callbacks.manager import ahandle_event, handle_event
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_dependency("langchain-core", "langchain", "the LangChain retriever") from exc
+
+__all__ = ["TRACE_EVENT", "LangChainRRFRetriever", "LangChainSide", "to_langchain_document"]
+
+#: Name of the LangChain custom callback event (``on_custom_event``) that carries each query's trace.
+TRACE_EVENT = "rrf_retriever_trace"
+
+
+def to_langchain_document(hit: FusedHit) -> Document:
+    """A fused hit as a LangChain ``Document`` (``id`` set, rrf_* keys added to the metadata)."""
+    return Document(id=hit.id, page_content=hit.text, metadata=result_metadata(hit))
+
+
+def _hit(doc: Document, score: float, id_key: str | None) -> Hit:
+    doc_id = doc.id or (str(doc.metadata[id_key]) if id_key and id_key in doc.metadata else None)
+    return Hit(doc_id or content_id(doc.page_content), doc.page_content, dict(doc.metadata), score)
+
+
+class LangChainSide(FrameworkSide):
+    """LangChain's half: ``invoke``/``ainvoke`` answer through ``_get_relevant_documents`` and its async twin."""
+
+    framework_kwargs = frozenset({"tags", "metadata", "name"})
+
+    @staticmethod
+    def leg_for(source: Any, id_key: str | None) -> FunctionLeg | None:
+        """A LangChain retriever as a read-only leg. Ids: ``Document.id``, else ``metadata[id_key]``, else a hash of
+        the content, so the same document from two sources fuses into one result. LangChain gives no score, so the
+        reciprocal of the rank stands in (only ranks matter to RRF)."""
+        if not isinstance(source, BaseRetriever):
+            return None
+
+        def search(query: str, limit: int) -> list[Hit]:
+            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate(source.invoke(query)[:limit], 1)]
+
+        async def asearch(query: str, limit: int) -> list[Hit]:
+            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate((await source.ainvoke(query))[:limit], 1)]
+
+        return FunctionLeg(search, asearch)
+
+    @staticmethod
+    def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
+        if isinstance(doc, Document):
+            return doc.id, doc.page_content, dict(doc.metadata)
+        return None
+
+    def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        BaseRetriever.__init__(self, engine=engine, search_kwargs=search_kwargs, **kwargs)  # type: ignore[arg-type]
+
+    def _side_kwargs(self) -> dict[str, Any]:
+        return {"tags": self.tags, "metadata": self.metadata, "name": self.name}  # type: ignore[attr-defined]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        result = self.search(query, **kwargs)  # type: ignore[attr-defined]
+        handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                     result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                     metadata=run_manager.metadata)
+        return [to_langchain_document(h) for h in result.hits]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        result = await self.asearch(query, **kwargs)  # type: ignore[attr-defined]
+        await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                            result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                            metadata=run_manager.metadata)
+        return [to_langchain_document(h) for h in result.hits]
+
+
+class LangChainRRFRetriever(RetrieverCore, LangChainSide, BaseRetriever):  # type: ignore[misc]
+    """The hybrid retriever as a LangChain ``BaseRetriever`` only (see :class:`~rrf_retriever.EnsembleRRFRetriever`
+    for the arguments; this class takes the same ones, plus LangChain's ``tags``, ``metadata`` and ``name``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    _sides: ClassVar[tuple[type[FrameworkSide], ...]] = (LangChainSide,)
+
+    engine: Any = Field(default=None, exclude=True)
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
