@@ -109,7 +109,7 @@ def _corpus_rows(path: Path) -> list[dict[str, Any]]:
 
 def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any) -> tuple[Any, bool, float]:
     """Open the cached demo index if it matches the corpus; else (re)build it. Returns (engine, reused, seconds)."""
-    from rrf_retriever.apps.cli import index_documents, iter_documents
+    from rrf_retriever.apps.console import index_documents, iter_documents
     from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, read_manifest, save_manifest
 
     corpus_hash = hashlib.sha256(corpus.read_bytes()).hexdigest()
@@ -188,7 +188,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     from rich.console import Console
     from rich.markup import escape
 
-    from rrf_retriever.apps.cli import hits_table
+    from rrf_retriever.apps.console import hits_table
     from rrf_retriever.layout import close_engine
 
     started = time.perf_counter()

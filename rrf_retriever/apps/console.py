@@ -1,0 +1,187 @@
+"""What the command line and the demo share: reading documents, indexing them with a progress bar, and the
+rich tables of hits and traces. No command is defined here (so neither app imports the other).
+
+Example:
+    >>> from pathlib import Path
+    >>> iter_documents(Path("/nonexistent"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rrf_retriever.apps.console.UsageError: /nonexistent does not exist
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from rich.console import Console
+    from rich.markup import escape as rich_escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from rrf_retriever.errors import missing_dependency
+
+    raise missing_dependency(exc.name or "rich", "cli", "the rrf-retriever command") from exc
+
+__all__ = ["UsageError", "console", "err_console", "hits_table", "index_documents", "iter_documents", "progress_bar",
+           "trace_table"]
+
+BATCH = 256
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+console = Console()
+err_console = Console(stderr=True)
+
+
+class UsageError(Exception):
+    """A user mistake the CLI reports in one line (exit code 2)."""
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Rows of a BEIR corpus.jsonl (``_id``, ``title``, ``text``) or of a ``{id, text, metadata}`` jsonl."""
+    from rrf_retriever.evaluation import doc_text
+
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                msg = f"{path}:{line_no}: not valid JSON ({exc.msg})"
+                raise UsageError(msg) from None
+            doc_id = row.get("_id", row.get("id")) if isinstance(row, dict) else None
+            if doc_id is None or not isinstance(row.get("text"), str):
+                msg = f"{path}:{line_no}: each line needs an 'id' (or BEIR '_id') and a 'text' string"
+                raise UsageError(msg)
+            metadata = row.get("metadata") or {}
+            if not isinstance(metadata, dict):
+                msg = f"{path}:{line_no}: 'metadata' must be an object"
+                raise UsageError(msg)
+            metadata = dict(metadata)
+            if row.get("title"):
+                metadata.setdefault("title", row["title"])
+            yield str(doc_id), doc_text(row), metadata
+
+
+def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, Any]]]]:
+    """The documents under ``path``: a jsonl file, a BEIR folder (its corpus.jsonl), or a folder of text files.
+
+    Text files (.txt, .md, .markdown, .rst) get their relative path as id and ``{"path": ...}`` as metadata.
+
+    Returns:
+        (number of documents, iterator of (id, text, metadata)).
+    """
+    if not path.exists():
+        msg = f"{path} does not exist"
+        raise UsageError(msg)
+    if path.is_dir() and (path / "corpus.jsonl").is_file():
+        path = path / "corpus.jsonl"
+    if path.is_file():
+        if path.suffix != ".jsonl":
+            msg = f"{path}: expected a .jsonl file (BEIR corpus or {{id, text, metadata}} lines) or a folder"
+            raise UsageError(msg)
+        with path.open(encoding="utf-8") as fh:
+            total = sum(1 for line in fh if line.strip())
+        return total, _read_jsonl(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    if not files:
+        msg = f"{path}: no .jsonl corpus and no {', '.join(TEXT_SUFFIXES)} files in this folder"
+        raise UsageError(msg)
+
+    def read() -> Iterator[tuple[str, str, dict[str, Any]]]:
+        for f in files:
+            rel = f.relative_to(path).as_posix()
+            yield rel, f.read_text(encoding="utf-8", errors="replace"), {"path": rel}
+
+    return len(files), read()
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=True,
+    )
+
+
+def index_documents(engine: Any, total: int, docs: Iterator[tuple[str, str, dict[str, Any]]],
+                    description: str = "indexing") -> tuple[int, str]:
+    """Upsert documents in batches with a progress bar. Returns (count, sha256 of the ids and texts)."""
+    digest = hashlib.sha256()
+    done = 0
+    with progress_bar() as progress:
+        task = progress.add_task(description, total=total)
+        batch: list[tuple[str, str, dict[str, Any]]] = []
+
+        def flush() -> None:
+            nonlocal done
+            engine.add([b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch])
+            done += len(batch)
+            progress.update(task, advance=len(batch))
+            batch.clear()
+
+        for doc in docs:
+            digest.update(json.dumps([doc[0], doc[1], doc[2]], sort_keys=True).encode("utf-8"))
+            batch.append(doc)
+            if len(batch) >= BATCH:
+                flush()
+        if batch:
+            flush()
+    return done, digest.hexdigest()
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def trace_table(trace: Any) -> Table:
+    """A rich table of a query's trace: per leg weight, called, latency, hits, error or note."""
+    table = Table(title=f"trace: rrf_k={trace.rrf_k:g} top_k={trace.top_k} fetch_k={trace.fetch_k} "
+                        f"embed={trace.embed_ms:.1f} ms fusion={trace.fusion_ms:.2f} ms total={trace.total_ms:.1f} ms",
+                  title_justify="left")
+    for col in ("leg", "weight", "called", "latency ms", "hits", "error / note"):
+        table.add_column(col)
+    for leg in trace.legs:
+        table.add_row(leg.name, f"{leg.weight:g}", "yes" if leg.called else "no", f"{leg.latency_ms:.1f}",
+                      str(leg.hits), rich_escape(leg.error or leg.note or ""))
+    return table
+
+
+def hits_table(hits: Sequence[Any], *, explain: bool, relevant: frozenset[str] = frozenset(),
+               title: str | None = None, metadata_keys: Sequence[str] = (), width: int | None = None) -> Table:
+    """A rich table of fused hits: rank, id, fused score, dense and keyword ranks (and raw scores), the
+    ``metadata_keys`` asked, and the start of the text (cut to fit ``width``, default the console's)."""
+    table = Table(title=title, title_justify="left")
+    headers = ["#", "id", "fused", "dense\nrank", "keyword\nrank"]
+    if explain:
+        headers += ["dense\nscore", "keyword\nscore"]
+    headers += list(metadata_keys)
+    rows = []
+    for i, h in enumerate(hits, 1):
+        mark = "✔ " if h.id in relevant else ""
+        row = [str(i), f"{mark}{h.id}", f"{h.score:.5f}", str(h.ranks.get("dense", "-")),
+               str(h.ranks.get("keyword", "-"))]
+        if explain:
+            row += [_fmt(h.scores.get("dense")), _fmt(h.scores.get("keyword"))]
+        row += [str(h.metadata.get(key, "-")) for key in metadata_keys]
+        rows.append(row)
+    # Cut the text so each row stays on one line: the numbers matter more than the prose.
+    widths = [max([len(line) for line in header.split("\n")] + [len(r[c]) for r in rows])
+              for c, header in enumerate(headers)]
+    text_width = (width or console.width) - sum(w + 3 for w in widths) - 4
+    show_text = text_width >= 12  # a narrow terminal drops the text, never the numbers
+    for c, header in enumerate(headers):
+        table.add_column(header, justify="left" if c == 1 else "right", no_wrap=True)
+    if show_text:
+        table.add_column("text")
+    for h, row in zip(hits, rows):
+        text = " ".join(h.text.split())
+        text = text if len(text) <= text_width else text[: text_width - 1] + "…"
+        cells = [rich_escape(cell) for cell in row] + ([rich_escape(text)] if show_text else [])
+        if h.id in relevant:
+            cells[1] = f"[green]{cells[1]}[/green]"
+        table.add_row(*cells)
+    return table
