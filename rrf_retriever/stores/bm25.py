@@ -194,6 +194,7 @@ class BM25KeywordStore(StoreBase):
         self._docs: dict[str, _Doc] = {}
         self._lock = threading.RLock()
         self._index: _Index | None = None  # None: stale, rebuilt by the next search
+        self._builds = 0
 
     def __repr__(self) -> str:
         return f"BM25KeywordStore(engine={self.engine!r}, k1={self.k1:g}, b={self.b:g}, count={len(self._docs)})"
@@ -242,6 +243,21 @@ class BM25KeywordStore(StoreBase):
 
     # ------------------------------------------------------------------ reads
 
+    @property
+    def index_version(self) -> int:
+        """How many times the BM25 index has been built (it is rebuilt lazily, on the first search after a write).
+
+        Example:
+            >>> store = BM25KeywordStore(); store.add(["a"], ["hello"]); store.search("hello", 1) and store.index_version
+            1
+        """
+        return self._builds
+
+    @property
+    def index_is_current(self) -> bool:
+        """False when a write has marked the index stale (the next search rebuilds it)."""
+        return self._index is not None
+
     def count(self) -> int:
         """Number of stored documents.
 
@@ -268,6 +284,7 @@ class BM25KeywordStore(StoreBase):
             if self._index is None:
                 ids = list(self._docs)
                 self._index = _Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
+                self._builds += 1
             return self._index
 
     def search(

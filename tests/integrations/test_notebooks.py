@@ -42,6 +42,7 @@ def test_notebooks_are_stored_without_outputs() -> None:
                 assert cell.outputs == [] and cell.execution_count is None, path.name
 
 
+@pytest.mark.slow
 def test_quickstart_runs_both_frameworks(monkeypatch: pytest.MonkeyPatch) -> None:
     nb = run_notebook("1_quickstart.ipynb", monkeypatch)
     out = text_of(nb)
@@ -50,6 +51,7 @@ def test_quickstart_runs_both_frameworks(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "dense only:" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SCIFACT / "qrels" / "train.tsv").is_file(), reason="SciFact data not present")
 def test_weight_tuning_runs_on_a_small_train_subset(monkeypatch: pytest.MonkeyPatch) -> None:
     nb = run_notebook("2_weight_tuning.ipynb", monkeypatch)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from benchmarks._workloads import DIM, run_crash_safety, verify_crash_dir
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
-from tests.reliability.harness import DIM, run_crash_safety, verify_crash_dir
 
 
+@pytest.mark.slow
 def test_sigkilled_writers_leave_both_stores_identical_and_complete(tmp_path: Path) -> None:
     result = run_crash_safety(kills=5, seed=11, directory=tmp_path, max_docs=3000, max_delay=1.5)
     assert result["problems"] == []

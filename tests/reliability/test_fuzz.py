@@ -10,9 +10,12 @@ The soak runs >= 10,000 inputs; this runs 6 x 120.
 
 from __future__ import annotations
 
-from tests.reliability.harness import FUZZ_TARGETS, run_fuzz
+import pytest
+
+from benchmarks._workloads import FUZZ_TARGETS, run_fuzz
 
 
+@pytest.mark.slow
 def test_fuzzed_inputs_give_results_or_our_errors_only() -> None:
     result = run_fuzz(examples_per_target=120, seed=1)
     assert result["unexpected"] == []

@@ -149,6 +149,7 @@ def write_beir(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_eval_builds_index_and_drops_self_matches(tmp_path: Path) -> None:
     data = write_beir(tmp_path / "tiny")
     args = ["eval", data, "--index-dir", tmp_path / "ev", "--embedder", EMB, "--semantic-weight", "0", "--json"]

@@ -11,6 +11,10 @@ from rich.console import Console
 from rrf_retriever.apps.demo import load_demo_queries, run_demo
 
 
+# The demo embeds its corpus with the real MiniLM: slow for the inner loop, part of `make test`.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     index_dir = tmp_path_factory.mktemp("demo") / "demo-index"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -276,20 +275,19 @@ def test_fusion_is_weighted_rrf_of_the_legs() -> None:
     assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in expected]
 
 
-class _TimedFTS5(FTS5KeywordStore):
-    """FTS5 that records when each search started and ended, optionally lingering (a slow keyword leg)."""
+class _MeetingFTS5(FTS5KeywordStore):
+    """FTS5 that, once called, waits (bounded) to see the dense leg start: it records whether the legs overlapped."""
 
-    def __init__(self, linger: float = 0.0) -> None:
+    def __init__(self, dense_started: threading.Event) -> None:
         super().__init__(":memory:")
-        self.linger = linger
-        self.spans: list[tuple[float, float]] = []
+        self.entered = threading.Event()
+        self.dense_started = dense_started
+        self.saw_dense_while_running = False
 
     def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
-        start = time.perf_counter()
-        hits = super().search(*args, **kwargs)
-        time.sleep(self.linger)
-        self.spans.append((start, time.perf_counter()))
-        return hits
+        self.entered.set()
+        self.saw_dense_while_running = self.dense_started.wait(10)
+        return super().search(*args, **kwargs)
 
 
 class _GilHoldingDense(QdrantDenseStore):
@@ -297,32 +295,37 @@ class _GilHoldingDense(QdrantDenseStore):
 
     holds_gil = True
 
-    def __init__(self) -> None:
+    def __init__(self, keyword_entered: threading.Event | None = None) -> None:
         super().__init__(HashingEmbedding(32), location=":memory:")
-        self.starts: list[float] = []
+        self.keyword_entered = keyword_entered
+        self.started = threading.Event()
+        self.keyword_was_called_first: list[bool] = []
 
     def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
-        self.starts.append(time.perf_counter())
+        if self.keyword_entered is not None:
+            self.keyword_was_called_first.append(self.keyword_entered.is_set())
+        self.started.set()
         return super().search(*args, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_gil_holding_leg_starts_after_the_others_and_still_overlaps_them(mode: str) -> None:
+    dense = _GilHoldingDense()
+    keyword = _MeetingFTS5(dense.started)
+    dense.keyword_entered = keyword.entered
     # A generous bound on waiting for the pool to pick the keyword leg up, so a slow CI thread start cannot make
     # the engine give up on the head start (which it does, by design, when the pool is saturated).
-    keyword, dense = _TimedFTS5(linger=0.3), _GilHoldingDense()
     engine = HybridEngine({"dense": dense, "keyword": keyword}, head_start=HeadStart(start_wait=5.0))
     ids = list(DOCS)
     engine.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
     result = engine.search("password") if mode == "sync" else asyncio.run(engine.asearch("password"))
     assert result.ids
-    (keyword_start, keyword_end), dense_start = keyword.spans[-1], dense.starts[-1]
     if mode == "sync":
         # Started after the keyword leg was called (so it cannot stall that leg's way into SQLite); the async
         # path gives the same head start by time (an asyncio task cannot see its thread start).
-        assert dense_start >= keyword_start
-    # Never waiting for the keyword leg to finish: the legs still run at the same time.
-    assert dense_start < keyword_end
+        assert dense.keyword_was_called_first == [True]
+    # Never waiting for the keyword leg to finish: the keyword leg saw the dense leg start while it was running.
+    assert keyword.saw_dense_while_running
 
 
 def test_default_weights_and_rrf_k_are_the_tuned_ones_and_explicit_values_win() -> None:

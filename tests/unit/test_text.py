@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.text import (
     DEFAULT_STOPWORDS,
@@ -18,7 +19,6 @@ from rrf_retriever.text import (
     normalize,
     tokenize,
 )
-from tests.hostile import HOSTILE_QUERIES
 
 # ---- tokenize -----------------------------------------------------------------------------------------
 

@@ -71,16 +71,16 @@ def test_index_is_rebuilt_lazily_once_per_burst_of_writes() -> None:
     store = BM25KeywordStore()
     for i in range(5):
         store.add([f"a{i}"], [f"document number {i}"])
-        assert store._index is None, "a write only marks the index stale"
+        assert not store.index_is_current, "a write only marks the index stale"
+    assert store.index_version == 0
     store.search("document", 3)
-    built = store._index
-    assert built is not None
+    assert store.index_is_current and store.index_version == 1
     store.search("number", 3)
-    assert store._index is built, "no rebuild without a write"
+    assert store.index_version == 1, "no rebuild without a write"
     store.delete(["unknown"])
-    assert store._index is built, "deleting nothing keeps the index"
+    assert store.index_is_current and store.index_version == 1, "deleting nothing keeps the index"
     store.delete(["a0"])
-    assert store._index is None
+    assert not store.index_is_current
     assert "a0" not in ids_of(store.search("document", 10))
 
 

@@ -25,9 +25,9 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreLockedError,
 )
-from rrf_retriever.stores.base import DenseStore
-from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.stores.base import DenseStore
+from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore, point_id
 
 DIM = 32
 StoreFactory = Callable[..., Any]
@@ -373,3 +373,51 @@ def test_top_k_among_allowed_only(
     assert np.allclose([h.score for h in hits], [cos[i] for i in expected], atol=1e-5)
     for h in hits:
         assert math.isclose(h.score, cos[h.id], abs_tol=1e-5)
+
+
+# -- ids are exact strings: one id, one point ------------------------------------------------------------
+CANONICAL = "550e8400-e29b-41d4-a716-446655440000"
+SPELLINGS = [CANONICAL, CANONICAL.replace("-", ""), CANONICAL.upper(), "{" + CANONICAL + "}"]
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["one-add", "separate-adds"])
+def test_spellings_of_one_uuid_are_distinct_documents(make_store: StoreFactory, together: bool) -> None:
+    # Security: '550e8400-e29b-...' and '550e8400e29b...' once shared a Qdrant point, so the dense store held 1
+    # document where the keyword store held 2, and deleting one removed the other's vector.
+    s = make_store()
+    texts = [f"text {i} about red apples" for i in range(len(SPELLINGS))]
+    if together:
+        s.add(SPELLINGS, texts)
+    else:
+        for doc_id, text in zip(SPELLINGS, texts):
+            s.add([doc_id], [text])
+    assert s.count() == len(SPELLINGS)
+    assert [(r.id, r.text) for r in s.get(SPELLINGS[::-1])] == list(zip(SPELLINGS, texts))[::-1]
+    q = _query(s)
+    assert sorted(_ids(s.search(q, 10))) == sorted(SPELLINGS)
+    for doc_id in SPELLINGS:  # excluding one spelling hides that document only
+        assert sorted(_ids(s.search(q, 10, exclude_ids=[doc_id]))) == sorted(set(SPELLINGS) - {doc_id})
+    s.delete([SPELLINGS[1]])  # the hex form: the canonical one keeps its text and vector
+    assert s.count() == len(SPELLINGS) - 1
+    assert s.get([SPELLINGS[1]]) == []
+    (record,) = s.get([CANONICAL], with_vectors=True)
+    assert record.text == texts[0] and record.vector is not None
+    s.delete([CANONICAL])
+    assert [r.id for r in s.get(SPELLINGS)] == SPELLINGS[2:]
+
+
+def test_an_id_spelling_another_ids_point_id_is_a_distinct_document(make_store: StoreFactory) -> None:
+    # The point ids are public (uuid5 in a published namespace): an id chosen to be "doc-1"'s point id in canonical
+    # form must not overwrite, return, hide or delete "doc-1".
+    s = make_store()
+    crafted = point_id("doc-1")
+    s.add(["doc-1"], ["the victim's red apples"])
+    s.add([crafted], ["the crafted red apples"])
+    assert s.count() == 2
+    assert [(r.id, r.text) for r in s.get(["doc-1", crafted])] == [
+        ("doc-1", "the victim's red apples"),
+        (crafted, "the crafted red apples"),
+    ]
+    assert _ids(s.search(_query(s), 10, exclude_ids=[crafted])) == ["doc-1"]
+    s.delete([crafted])
+    assert [r.id for r in s.get(["doc-1", crafted])] == ["doc-1"]

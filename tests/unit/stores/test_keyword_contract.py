@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.scope import matches, normalize_filter
 from rrf_retriever.stores.base import KeywordStore
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.scope import matches, normalize_filter
 from rrf_retriever.types import Hit
-from tests.hostile import HOSTILE_QUERIES
 
 STORE_KINDS = ["fts5-memory", "fts5-file", "bm25s", "rank_bm25"]
 
