@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import FilterError, InvalidTypeError
-from rrf_retriever.validate import check_id, check_str
+from rrf_retriever.validate import check_id, check_str, check_unicode
 
 __all__ = [
     "FilterSpec",
@@ -59,12 +59,7 @@ def _check_filter_value(key: str, value: object) -> FilterValue:
         if "\x00" in value:
             msg = f"filter value for {key!r} contains a NUL character"
             raise FilterError(msg)
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            msg = f"filter value for {key!r} is not valid Unicode (lone surrogate?)"
-            raise FilterError(msg) from exc
-        return value
+        return check_unicode(value, f"filter value for {key!r}", FilterError)
     if isinstance(value, float):
         if math.isfinite(value) and value.is_integer():
             return _check_filter_value(key, int(value))

@@ -21,8 +21,11 @@ from typing import Any
 from rrf_retriever.errors import DimensionMismatchError, FilterError, InvalidArgumentError, InvalidTypeError
 
 __all__ = [
+    "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
+    "MAX_RRF_K",
     "MAX_TOP_K",
+    "MAX_WEIGHT",
     "check_id",
     "check_ids",
     "check_int",
@@ -32,6 +35,7 @@ __all__ = [
     "check_query",
     "check_str",
     "check_top_k",
+    "check_unicode",
     "check_weights",
     "to_float_vector",
     "to_float_vectors",
@@ -44,6 +48,28 @@ _MAX_ID_LENGTH = 1024
 MAX_LIMIT = 100_000
 #: The largest ``top_k`` accepted; a bigger one is a caller's mistake (``top_k=10**9``), not a request.
 MAX_TOP_K = 10_000
+#: The largest source weight. Weights are relative (the seeds' settings use 0-5); a huge finite one (1.7e308) would
+#: make fused scores infinite.
+MAX_WEIGHT = 1_000.0
+#: The largest RRF constant: past it every rank contributes the same, and scores underflow to nothing useful.
+MAX_RRF_K = 1_000_000.0
+#: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
+MAX_LEG_TIMEOUT = 86_400.0
+
+
+def check_unicode(value: str, what: str, error: type[Exception] = InvalidArgumentError) -> str:
+    """A string that SQLite and Qdrant can store: valid UTF-8 (no lone surrogate), or ``error`` saying ``what`` it is.
+
+    Example:
+        >>> check_unicode("caf\u00e9", "texts[0]")
+        'café'
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"{what} is not valid Unicode (lone surrogate?)"
+        raise error(msg) from exc
+    return value
 
 
 def check_str(value: object, name: str) -> str:
@@ -76,8 +102,9 @@ def check_int(value: object, name: str, low: int, high: int | None = None) -> in
     return value
 
 
-def check_number(value: object, name: str, *, allow_zero: bool = True) -> float:
-    """A finite number >= 0 (> 0 with ``allow_zero=False``) as a float, or our error naming the field.
+def check_number(value: object, name: str, *, allow_zero: bool = True, high: float | None = None) -> float:
+    """A finite number >= 0 (> 0 with ``allow_zero=False``; <= ``high`` if given) as a float, or our error naming
+    the field.
 
     Example:
         >>> check_number(60, "rrf_k")
@@ -89,6 +116,9 @@ def check_number(value: object, name: str, *, allow_zero: bool = True) -> float:
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         msg = f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}"
+        raise InvalidArgumentError(msg)
+    if high is not None and number > high:
+        msg = f"{name} must be at most {high:g}, got {value!r}"
         raise InvalidArgumentError(msg)
     return number
 
@@ -106,12 +136,7 @@ def check_id(doc_id: object, *, field_name: str = "id") -> str:
     if not doc_id or len(doc_id) > _MAX_ID_LENGTH or "\x00" in doc_id:
         msg = f"{field_name}: a document id must be 1 to {_MAX_ID_LENGTH} characters without NUL, got {doc_id!r:.60}"
         raise FilterError(msg)
-    try:
-        doc_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        msg = f"{field_name}: document id {doc_id!r:.60} is not valid Unicode (lone surrogate?)"
-        raise FilterError(msg) from exc
-    return doc_id
+    return check_unicode(doc_id, f"{field_name}: document id {doc_id!r:.60}", FilterError)
 
 
 def to_float_vector(value: object, name: str, *, type_error: type[Exception] = InvalidTypeError) -> list[float]:
@@ -224,7 +249,7 @@ def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -
     if unknown:
         msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
         raise InvalidArgumentError(msg)
-    return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}") for s in sources}
+    return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}", high=MAX_WEIGHT) for s in sources}
 
 
 def check_query(query: object) -> str:
@@ -310,12 +335,7 @@ def validate_batch(
         if not isinstance(text, str):
             msg = f"texts[{i}] must be a str, not {type(text).__name__}"
             raise InvalidTypeError(msg)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            msg = f"texts[{i}] is not valid Unicode (lone surrogate?)"
-            raise InvalidArgumentError(msg) from exc
-        text_list.append(text)
+        text_list.append(check_unicode(text, f"texts[{i}]"))
     if metadatas is None:
         meta_list = [{} for _ in id_list]
     else:

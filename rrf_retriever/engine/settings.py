@@ -18,7 +18,15 @@ from typing import Any, Literal
 
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import FUSIONS
-from rrf_retriever.validate import MAX_TOP_K, check_mapping, check_number, check_top_k, check_weights
+from rrf_retriever.validate import (
+    MAX_LEG_TIMEOUT,
+    MAX_RRF_K,
+    MAX_TOP_K,
+    check_mapping,
+    check_number,
+    check_top_k,
+    check_weights,
+)
 
 __all__ = ["DEFAULT_HYBRID_RRF_K", "DEFAULT_LEG_WEIGHTS", "OnError", "RetrievalSettings"]
 
@@ -61,12 +69,12 @@ class RetrievalSettings:
     def __post_init__(self) -> None:
         weights = check_mapping(self.weights, "weights", _WEIGHTS_ARE)
         object.__setattr__(self, "weights", MappingProxyType(check_weights(list(weights), weights)))
-        object.__setattr__(self, "rrf_k", check_number(self.rrf_k, "rrf_k"))
+        object.__setattr__(self, "rrf_k", check_number(self.rrf_k, "rrf_k", high=MAX_RRF_K))
         check_top_k(self.top_k)
         if self.fetch_k is not None:
             check_top_k(self.fetch_k, "fetch_k")
         if self.leg_timeout is not None:
-            timeout = check_number(self.leg_timeout, "leg_timeout", allow_zero=False)
+            timeout = check_number(self.leg_timeout, "leg_timeout", allow_zero=False, high=MAX_LEG_TIMEOUT)
             object.__setattr__(self, "leg_timeout", timeout)
         if self.on_error not in ("degrade", "raise"):
             msg = f"on_error must be 'degrade' or 'raise', got {self.on_error!r}"

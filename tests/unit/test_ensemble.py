@@ -642,3 +642,28 @@ def test_concurrent_updates_of_different_fields_all_land() -> None:
     for t in threads:
         t.join()
     assert engine.settings.top_k == 7 and engine.settings.weights["b"] == 0.25
+
+
+# ---- bounds on numbers that overflow downstream (found by attacking the engine) -----------------------------
+
+
+def test_a_huge_leg_timeout_is_refused_at_the_door_not_an_overflow_inside_every_query() -> None:
+    dense, keyword = _stores()
+    with pytest.raises(InvalidArgumentError, match="leg_timeout"):
+        HybridEngine({"dense": dense, "keyword": keyword}, leg_timeout=1e10)
+    engine = HybridEngine({"dense": dense, "keyword": keyword}, leg_timeout=3600)
+    with pytest.raises(InvalidArgumentError, match="leg_timeout"):
+        engine.update_settings(leg_timeout=1e300)
+    assert engine.settings.leg_timeout == 3600
+
+
+@pytest.mark.parametrize("weight", [1.7e308, 1e12, float("inf")])
+def test_huge_weights_are_refused_so_fused_scores_stay_finite(weight: float) -> None:
+    dense, keyword = _stores()
+    engine = HybridEngine({"dense": dense, "keyword": keyword})
+    with pytest.raises(InvalidArgumentError, match="weight"):
+        engine.update_settings(weights={"keyword": weight})
+    with pytest.raises(InvalidArgumentError, match="weight"):
+        engine.search("password", weights={"dense": weight})
+    with pytest.raises(InvalidArgumentError, match="rrf_k"):
+        engine.update_settings(rrf_k=weight)
