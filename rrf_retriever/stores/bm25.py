@@ -248,7 +248,10 @@ class BM25KeywordStore(StoreBase):
         """How many times the BM25 index has been built (it is rebuilt lazily, on the first search after a write).
 
         Example:
-            >>> store = BM25KeywordStore(); store.add(["a"], ["hello"]); store.search("hello", 1) and store.index_version
+            >>> store = BM25KeywordStore()
+            >>> store.add(["a"], ["hello"]); store.index_version
+            0
+            >>> store.search("hello", 1) and store.index_version
             1
         """
         return self._builds
