@@ -3,15 +3,9 @@
 Re-exports only.
 """
 
-from rrf_retriever.stores.qdrant.client import (
-    CONTENT_KEY,
-    DOC_ID_KEY,
-    ID_NAMESPACE,
-    METADATA_KEY,
-    QdrantDenseStore,
-    QdrantEdgeDenseStore,
-    point_id,
-)
+from rrf_retriever.stores.qdrant.base import CONTENT_KEY, DOC_ID_KEY, ID_NAMESPACE, METADATA_KEY, point_id
+from rrf_retriever.stores.qdrant.client import QdrantDenseStore
+from rrf_retriever.stores.qdrant.edge import QdrantEdgeDenseStore
 
 __all__ = [
     "CONTENT_KEY",

@@ -30,11 +30,27 @@ DIM = 16
 
 def test_point_id_mapping() -> None:
     canonical = "550e8400-e29b-41d4-a716-446655440000"
-    assert point_id(canonical) == canonical
-    assert point_id(canonical.replace("-", "")) == canonical  # langchain-qdrant's hex ids
+    assert point_id(canonical) == canonical  # a canonical UUID is its own point (langchain-qdrant's points)
+    for spelling in (canonical.replace("-", ""), canonical.upper(), "{" + canonical + "}", "urn:uuid:" + canonical):
+        assert point_id(spelling) == str(uuid.uuid5(ID_NAMESPACE, spelling)) != canonical  # ids are exact strings
     assert point_id("doc-1") == str(uuid.uuid5(ID_NAMESPACE, "doc-1"))
-    assert point_id(canonical.upper()) != canonical.upper()  # only the canonical form passes through
+    # Hashed point ids are version 5, and a version-5 id is hashed in turn: no id used verbatim is another's point.
+    v5 = str(uuid.uuid5(uuid.NAMESPACE_URL, "x"))
+    assert point_id(v5) == str(uuid.uuid5(ID_NAMESPACE, v5))
+    assert point_id(point_id("doc-1")) != point_id("doc-1")
     assert len({point_id(f"d{i}") for i in range(1000)}) == 1000
+
+
+def test_get_checks_the_doc_id_a_point_carries() -> None:
+    client = QdrantClient(":memory:")
+    store = QdrantDenseStore(HashingEmbedding(dim=DIM), client=client, collection_name="c")
+    canonical = str(uuid.uuid4())
+    store.add([canonical], ["mine"])
+    # Another writer puts a document with another id at that point: it is not `canonical`'s document.
+    payload = {CONTENT_KEY: "theirs", METADATA_KEY: {}, DOC_ID_KEY: "other"}
+    client.upsert("c", [models.PointStruct(id=canonical, vector=[0.5] * DIM, payload=payload)])
+    assert store.get([canonical]) == []
+    assert [h.id for h in store.search([0.5] * DIM, 5)] == ["other"]
 
 
 def test_payload_layout_is_langchain_qdrant_default() -> None:
@@ -67,11 +83,14 @@ def test_reads_and_scopes_a_collection_written_by_langchain_qdrant() -> None:
     assert by_id[canonical[0]].text == "red apples"
     assert dict(by_id[canonical[0]].metadata) == {"session_id": 1}
     assert {h.id for h in ours.search(query, 3, filter={"session_id": 2})} == {canonical[1], canonical[2]}
-    assert canonical[2] not in {h.id for h in ours.search(query, 3, exclude_ids=[lc_ids[2]])}
     assert canonical[2] not in {h.id for h in ours.search(query, 3, exclude_ids=[canonical[2]])}
-    assert [r.text for r in ours.get([lc_ids[1]])] == ["blue sky"]
-    assert [r.id for r in ours.get([canonical[1]])] == [canonical[1]]
+    assert [(r.id, r.text) for r in ours.get([canonical[1]])] == [(canonical[1], "blue sky")]
+    # The hex spelling langchain-qdrant returns is another id (ids are exact strings): it names no document here.
+    assert canonical[2] in {h.id for h in ours.search(query, 3, exclude_ids=[lc_ids[2]])}
+    assert ours.get([lc_ids[1]]) == []
     ours.delete([lc_ids[1]])
+    assert ours.count() == 3
+    ours.delete([canonical[1]])
     assert ours.count() == 2
 
     # And the other way round: langchain-qdrant reads what we wrote.
@@ -80,6 +99,32 @@ def test_reads_and_scopes_a_collection_written_by_langchain_qdrant() -> None:
     assert docs[0].page_content == "green tea"
     assert docs[0].metadata["session_id"] == 7
     assert docs[0].metadata["_id"] == point_id("mine")
+
+
+def test_version_5_ids_written_by_langchain_qdrant_are_found() -> None:
+    # LangChain's indexing API gives documents uuid5 ids; langchain-qdrant stores them as the point ids.
+    client = QdrantClient(":memory:")
+    embedding = HashingEmbedding(dim=DIM)
+    client.create_collection("lc", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE))
+    lc_store = QdrantVectorStore(client=client, collection_name="lc", embedding=embedding.as_langchain())
+    ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, t)) for t in ("red", "blue", "green")]
+    lc_store.add_texts(["red apples", "blue sky", "green tea"], ids=ids)
+
+    ours = QdrantDenseStore(embedding, client=client, collection_name="lc")
+    query = embedding.embed_query("red apples")
+    assert ours.search(query, 1)[0].id == ids[0]
+    assert [(r.id, r.text) for r in ours.get(ids[::-1])] == [
+        (ids[2], "green tea"),
+        (ids[1], "blue sky"),
+        (ids[0], "red apples"),
+    ]
+    assert ids[0] not in {h.id for h in ours.search(query, 3, exclude_ids=[ids[0]])}
+    ours.delete([ids[1]])
+    assert ours.count() == 2 and ours.get([ids[1]]) == []
+    ours.add([ids[2]], ["green tea, rewritten"])  # moves to its own point id: still one document
+    assert ours.count() == 2
+    assert [r.text for r in ours.get([ids[2]])] == ["green tea, rewritten"]
+    assert {h.id for h in ours.search(query, 5)} == {ids[0], ids[2]}
 
 
 def test_named_vector_collection_is_refused() -> None:
@@ -116,6 +161,7 @@ def test_native_async_client() -> None:
         q = store.embedding.embed_query("red apples")
         assert [h.id for h in await store.asearch(q, 5, filter={"k": True})] == ["a"]
         assert await store.asearch(q, 5, exclude_ids=["a", "b"]) == []
+        assert [r.id for r in await store.aget(["b", "a"])] == ["b", "a"]  # read through the async client too
         await store.adelete(["a"])
         assert await store.acount() == 1
         await aclient.close()
