@@ -578,6 +578,14 @@ def test_links_expansion_appends_neighbours_in_scope_and_marks_them() -> None:
     assert result.hits[1].metadata["rrf_expanded_from"] == "seed"
 
 
+@pytest.mark.parametrize("links", [5, 2.5, {"n1": 1}, None, True])
+def test_a_malformed_links_value_names_no_neighbour_instead_of_a_raw_type_error(links: Any) -> None:
+    dense, keyword = _stores()
+    engine = HybridEngine({"dense": dense, "keyword": keyword}, links_key="links", top_k=1)
+    engine.add(["seed", "n1"], ["quantum flux capacitor", "unrelated one"], [{"links": links}, {}])
+    assert engine.search("quantum flux capacitor", weights={"dense": 0}).ids == ["seed"]
+
+
 # ---- property: scope never leaks on the fused result ----------------------------------------------------
 
 
