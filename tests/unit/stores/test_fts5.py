@@ -14,8 +14,9 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores import fts5 as fts5_module
+from rrf_retriever.stores import fts5_sql
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5_sql import fts_token, scope_sql, split_by_idf
 from rrf_retriever.text import Analyzer
 
 
@@ -25,13 +26,13 @@ def ids_of(hits: list) -> list[str]:
 
 def test_missing_fts5_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # FTS5 is compiled into this Python's SQLite; the check itself is what we exercise here.
-    monkeypatch.setattr(fts5_module, "_fts5_available", lambda: False)
+    monkeypatch.setattr(fts5_sql, "fts5_available", lambda: False)
     with pytest.raises(StoreUnavailableError, match="without FTS5"):
         FTS5KeywordStore()
 
 
 def test_fts5_check_is_true_here() -> None:
-    assert fts5_module._fts5_available()
+    assert fts5_sql.fts5_available()
 
 
 @pytest.mark.parametrize(
@@ -173,26 +174,31 @@ def test_and_or_mode_puts_documents_with_every_term_first() -> None:
 
 
 def _direct_bm25_ranking(store: FTS5KeywordStore, terms: list[str]) -> list[tuple[str, float]]:
-    """The plain OR query straight through sqlite3, without the store's zero-IDF pass."""
+    """The plain OR query straight through sqlite3 on the store's file, without the store's zero-IDF pass."""
     match = " OR ".join(f'"{t}"' for t in terms)
-    rows = store._conn().execute(
-        "SELECT d.id, -bm25(rrf_fts) AS s FROM rrf_fts f JOIN rrf_docs d ON d.rowid = f.rowid "
-        "WHERE rrf_fts MATCH ? ORDER BY bm25(rrf_fts), f.rowid",
-        [match],
-    )
+    conn = sqlite3.connect(store.path)
+    try:
+        rows = conn.execute(
+            "SELECT d.id, -bm25(rrf_fts) AS s FROM rrf_fts f JOIN rrf_docs d ON d.rowid = f.rowid "
+            "WHERE rrf_fts MATCH ? ORDER BY bm25(rrf_fts), f.rowid",
+            [match],
+        ).fetchall()
+    finally:
+        conn.close()
     return [(i, s) for i, s in rows]
 
 
 @pytest.mark.parametrize("limit", [1, 3, 5, 12, 40])
-def test_zero_idf_terms_skipped_without_changing_the_result(limit: int) -> None:
-    store = FTS5KeywordStore()
-    # "common" is in every document (bm25 IDF clamped to 1e-6), "usual" in 2/3, "rare" in three.
+def test_zero_idf_terms_skipped_without_changing_the_result(limit: int, tmp_path: Path) -> None:
+    store = FTS5KeywordStore(tmp_path / "kw.sqlite", fields=("text",))
+    # "common" and "usual" are in every document (bm25 IDF clamped to 1e-6), "rare" in three.
     texts = [
         "common usual" + (" rare" * (i % 3 + 1) if i < 3 else "") + (" usual" if i % 3 else "")
         for i in range(30)
     ]
     store.add([f"d{i:02d}" for i in range(30)], texts)
-    informative, flat = store._split_by_idf(store._conn(), ["common", "usual", "rare"])
+    assert [store.doc_freq(t) for t in ("common", "usual", "rare")] == [30, 30, 3]
+    informative, flat = split_by_idf(["common", "usual", "rare"], store.doc_freq, store.count())
     assert (informative, flat) == (["rare"], ["common", "usual"])
     got = store.search("common usual rare", limit)
     expected = _direct_bm25_ranking(store, ["common", "usual", "rare"])[:limit]
@@ -200,22 +206,31 @@ def test_zero_idf_terms_skipped_without_changing_the_result(limit: int) -> None:
     assert len(got) == len(expected)
     assert {h.id for h in got} == {i for i, _ in expected} or limit < 30
     assert [h.score for h in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    # skip_common_terms=False runs the plain OR query: the same documents, the same order.
+    plain = FTS5KeywordStore(tmp_path / "kw.sqlite", skip_common_terms=False)
+    assert [h.id for h in plain.search("common usual rare", limit)] == [i for i, _ in expected]
+    plain.close()
+    store.close()
 
 
 def test_the_fts_token_helper_asks_sqlite() -> None:
-    assert fts5_module._fts_token("configuring") == "configur"
-    assert fts5_module._fts_token("db") == "db"
-    assert fts5_module._fts_token("x" * 300) is None
+    assert fts_token("configuring") == "configur"
+    assert fts_token("db") == "db"
+    assert fts_token("x" * 300) is None
+    assert fts_token("two words") is None
+    assert fts_token("lone \ud800") is None
 
 
 def test_a_failure_inside_the_transaction_rolls_everything_back(tmp_path: Path) -> None:
     store = FTS5KeywordStore(tmp_path / "kw.sqlite")
     store.add(["a", "b"], ["original alpha", "original beta"], [{"s": 1}, {"s": 2}])
     # A real SQLite failure mid-batch: after "a" was deleted and re-inserted, the insert of "boom" aborts.
-    store._conn().execute(
+    other = sqlite3.connect(store.path, isolation_level=None)
+    other.execute(
         "CREATE TRIGGER fail_on_boom BEFORE INSERT ON rrf_docs WHEN NEW.id = 'boom' "
         "BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
     )
+    other.close()
     with pytest.raises(StoreError, match="boom refused"):
         store.add(["a", "boom"], ["replaced alpha", "boom text"], [{"s": 9}, {}])
     assert store.count() == 2
@@ -269,7 +284,7 @@ def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path: Path) -> None:
 
 def test_filter_sql_binds_keys_and_values() -> None:
     store = FTS5KeywordStore()
-    sql, params = store._scope_sql({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}, frozenset({"id'"}))
+    sql, params = scope_sql({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}, frozenset({"id'"}))
     assert "DROP" not in sql and "my-key" not in sql and "id'" not in sql
     assert "my-key" in params and any("DROP TABLE" in str(p) for p in params)
     store.add(["a"], ["text"], [{"my-key": "x'; DROP TABLE rrf_docs; --"}])
@@ -282,16 +297,19 @@ def test_document_frequency_cache_follows_writes_from_other_connections(tmp_path
     reader = FTS5KeywordStore(path)
     writer = FTS5KeywordStore(path)
     writer.add([f"c{i}" for i in range(10)], ["common filler"] * 9 + ["common rare"])
-    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["rare"], ["common"])
+    assert (reader.doc_freq("common"), reader.doc_freq("rare")) == (10, 1)
+    assert split_by_idf(["common", "rare"], reader.doc_freq, reader.count()) == (["rare"], ["common"])
     # Another connection makes "rare" frequent and "common" rare: the reader must see it at once.
     writer.add([f"r{i}" for i in range(30)], ["rare words"] * 30)
-    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["common"], ["rare"])
+    assert (reader.doc_freq("common"), reader.doc_freq("rare")) == (10, 31)
+    assert split_by_idf(["common", "rare"], reader.doc_freq, reader.count()) == (["common"], ["rare"])
     got = reader.search("common rare", 15)
     expected = _direct_bm25_ranking(reader, ["common", "rare"])[:15]
     assert [h.score for h in got] == pytest.approx([s for _, s in expected], abs=1e-4)
     # And its own writes too.
     reader.delete([f"r{i}" for i in range(30)])
-    assert reader._split_by_idf(reader._conn(), ["common", "rare"]) == (["rare"], ["common"])
+    assert (reader.doc_freq("common"), reader.doc_freq("rare")) == (10, 1)
+    assert split_by_idf(["common", "rare"], reader.doc_freq, reader.count()) == (["rare"], ["common"])
     reader.close()
     writer.close()
 
