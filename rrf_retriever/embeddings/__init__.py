@@ -1,21 +1,39 @@
 """Embeddings: adapters for LangChain, LlamaIndex and plain callables, and the offline MiniLM.
 
-Re-exports only.
+Re-exports only. The modules:
+
+* :mod:`~rrf_retriever.embeddings.base`: the :class:`EmbeddingAdapter` protocol, :class:`BaseEmbeddingAdapter`
+  (checks, batching, progress, async twins, model errors) and :class:`CallableEmbedding`;
+* :mod:`~rrf_retriever.embeddings.frameworks`: the LangChain / LlamaIndex adapters, :func:`as_embedding` and the
+  views that expose an adapter as a framework embedding (frameworks imported on first use only);
+* :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
+* :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
+  over the graph :mod:`~rrf_retriever.embeddings._onnx` builds;
+* :mod:`~rrf_retriever.embeddings.cache`: :func:`cached_embed_documents`.
+
+Example:
+    >>> from rrf_retriever.embeddings import as_embedding, HashingEmbedding
+    >>> emb = as_embedding(lambda texts: [[1.0, 0.0] for _ in texts])
+    >>> emb.embed_query("hello"), emb.dimension
+    ([1.0, 0.0], 2)
+    >>> len(HashingEmbedding(dim=8).embed_query("hello world"))
+    8
 """
 
-from rrf_retriever.embeddings.adapters import (
+from rrf_retriever.embeddings.base import (
     PROGRESS_THRESHOLD,
     BaseEmbeddingAdapter,
     CallableEmbedding,
     EmbeddingAdapter,
-    HashingEmbedding,
+)
+from rrf_retriever.embeddings.cache import cached_embed_documents
+from rrf_retriever.embeddings.frameworks import (
     LangChainEmbeddingAdapter,
     LlamaIndexEmbeddingAdapter,
-    MiniLMEmbedding,
     as_embedding,
-    cached_embed_documents,
-    default_cache_dir,
 )
+from rrf_retriever.embeddings.hashing import HashingEmbedding
+from rrf_retriever.embeddings.minilm import MiniLMEmbedding, default_cache_dir
 
 __all__ = [
     "PROGRESS_THRESHOLD",
