@@ -116,17 +116,24 @@ class WriteUnit:
                         lambda: self._journal_begin("delete", id_list), "deleting failed")
 
     def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str) -> None:
+        # An entry still pending here was left by an interrupted rollback in this process: complete it BEFORE this
+        # write, so that it can never be replayed over this write (a delete undone on the next open).
+        if self.journal is not None and self.journal.pending():
+            self.recover()
         before = {name: leg.snapshot(ids) for name, leg in self._legs}
         seq = begin()
         done: list[tuple[str, StoreLeg]] = []
         for name, leg in self._legs:
             try:
                 write(leg)
-            except Exception as exc:
-                # A failed rollback raises and keeps the journal entry: recover() then completes the batch.
+            except BaseException as exc:
+                # Any interruption (an error, Ctrl-C, SystemExit) rolls the stores back. A rollback that fails or is
+                # itself interrupted raises and keeps the journal entry: recover() then completes the batch.
                 self._restore(done, ids, before)
                 self._undo_partial(name, leg, ids, before)
                 self._journal_clear(seq)
+                if not isinstance(exc, Exception):
+                    raise
                 msg = f"{failure} in store {name!r}; the other stores were rolled back: {exc}"
                 raise _store_error(exc, msg) from exc
             done.append((name, leg))

@@ -190,3 +190,47 @@ def test_no_journal_is_todays_behaviour(tmp_path: Path) -> None:
     engine.add(["a"], ["alpha"])
     assert not (tmp_path / "journal.sqlite3").exists()
     _close(engine)
+
+
+class InterruptedAdds(FTS5KeywordStore):
+    """A real FTS5 store whose next add is interrupted (Ctrl-C) after it wrote the batch."""
+
+    interrupt = False
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        super().add(*args, **kwargs)
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+
+
+def test_a_keyboard_interrupt_mid_write_rolls_back_and_a_later_delete_is_never_undone(tmp_path: Path) -> None:
+    engine = _stack(tmp_path, keyword_cls=InterruptedAdds)
+    engine.add(["keep"], ["kept document"])
+    engine.legs["keyword"].store.interrupt = True  # type: ignore[attr-defined]
+    with pytest.raises(KeyboardInterrupt):
+        engine.add(["gone"], ["interrupted document"])
+    # Rolled back: the interrupted batch is in no store, and nothing is left pending.
+    assert engine.count() == {"dense": 1, "keyword": 1}
+    assert engine.journal is not None and engine.journal.pending() == []
+    engine.add(["gone"], ["written again"])
+    engine.delete(["gone"])
+    _close(engine)
+    reopened = _stack(tmp_path)
+    assert reopened.count() == {"dense": 1, "keyword": 1}
+    assert reopened.get(["gone"]) == []
+    _close(reopened)
+
+
+def test_a_pending_entry_is_completed_before_the_next_write_so_it_never_replays_over_it(tmp_path: Path) -> None:
+    engine = _stack(tmp_path)
+    assert engine.journal is not None
+    # The state an interrupted rollback leaves in a live process: a pending entry, one store written.
+    engine.journal.begin("add", ["x"], ["half written"], [{}], {"dense": [[1.0] * DIM]})
+    engine.legs["keyword"].store.add(["x"], ["half written"], [{}])  # type: ignore[attr-defined]
+    engine.delete(["x"])  # a later write: the pending entry is completed first, then the delete
+    assert engine.journal.pending() == []
+    _close(engine)
+    reopened = _stack(tmp_path)
+    assert reopened.get(["x"]) == [] and reopened.count() == {"dense": 0, "keyword": 0}
+    _close(reopened)
