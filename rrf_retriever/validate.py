@@ -23,6 +23,8 @@ from rrf_retriever.errors import DimensionMismatchError, FilterError, InvalidArg
 __all__ = [
     "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
     "MAX_RRF_K",
     "MAX_TOP_K",
     "MAX_WEIGHT",
@@ -53,6 +55,11 @@ MAX_TOP_K = 10_000
 MAX_WEIGHT = 1_000.0
 #: The largest RRF constant: past it every rank contributes the same, and scores underflow to nothing useful.
 MAX_RRF_K = 1_000_000.0
+#: How deep metadata may nest (mappings and lists). Deeper values broke Qdrant's search for every query (depth
+#: 130-900) or Python's JSON encoder (RecursionError at ~990); real metadata is a few levels deep.
+MAX_METADATA_DEPTH = 20
+#: The largest metadata of one document, as UTF-8 JSON.
+MAX_METADATA_BYTES = 1_048_576
 #: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
 MAX_LEG_TIMEOUT = 86_400.0
 
@@ -293,16 +300,41 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
         if not isinstance(key, str):
             msg = f"metadatas[{i}]: metadata keys must be strings, got {key!r}"
             raise InvalidTypeError(msg)
+    if _nesting_depth(out) > MAX_METADATA_DEPTH:
+        msg = f"metadatas[{i}] is nested more than {MAX_METADATA_DEPTH} levels deep (mappings and lists)"
+        raise InvalidArgumentError(msg)
     try:
         # Stores write the JSON as UTF-8 (SQLite, Qdrant payloads): a lone surrogate must fail here, not there.
-        json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        size = len(json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8"))
     except UnicodeEncodeError as exc:
         msg = f"metadatas[{i}] is not valid Unicode (lone surrogate?)"
         raise InvalidArgumentError(msg) from exc
     except (TypeError, ValueError) as exc:
         msg = f"metadatas[{i}] must be JSON-serialisable (no NaN, no objects): {exc}"
         raise InvalidArgumentError(msg) from exc
+    if size > MAX_METADATA_BYTES:
+        msg = f"metadatas[{i}] is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are allowed"
+        raise InvalidArgumentError(msg)
     return out
+
+
+def _nesting_depth(value: object) -> int:
+    """How many mappings and lists are nested in ``value`` (iterative: no recursion limit to hit)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_METADATA_DEPTH:
+            break  # already too deep: no need to walk the rest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def validate_batch(

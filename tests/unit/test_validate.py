@@ -1,0 +1,47 @@
+"""validate.py: the checks at the door. Attacks found by trying hostile input on the default stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
+from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.validate import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, validate_batch
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return {"k": value}
+
+
+def _nested_lists(depth: int) -> dict[str, Any]:
+    value: Any = 1
+    for _ in range(depth - 1):
+        value = [value]
+    return {"k": value}
+
+
+@pytest.mark.parametrize("depth", [MAX_METADATA_DEPTH + 1, 130, 900, 5000])
+@pytest.mark.parametrize("make", [_nested, _nested_lists])
+def test_deeply_nested_metadata_is_refused_at_the_door(depth: int, make: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="nested"):
+        validate_batch(["a"], ["text"], [make(depth)])
+
+
+def test_metadata_at_the_depth_limit_is_stored_searched_and_deleted_on_the_default_stack() -> None:
+    r = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16))
+    r.add_texts(["deep document", "other document"], [_nested(MAX_METADATA_DEPTH), {}], ids=["deep", "other"])
+    with pytest.raises(InvalidArgumentError):
+        r.add_texts(["too deep"], [_nested(900)], ids=["too-deep"])
+    assert {d.id for d in r.invoke("document")} == {"deep", "other"}  # the refused one broke nothing
+    r.delete(["deep"])
+    assert r.engine.count() == {"dense": 1, "keyword": 1}
+
+
+def test_huge_metadata_is_refused() -> None:
+    with pytest.raises(InvalidArgumentError, match="bytes"):
+        validate_batch(["a"], ["text"], [{"blob": "x" * (MAX_METADATA_BYTES + 1)}])
