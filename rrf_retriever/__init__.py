@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         AllLegsFailedError,
         DimensionMismatchError,
         EmbeddingError,
+        EngineClosedError,
         FilterError,
         InvalidArgumentError,
         InvalidTypeError,
@@ -74,6 +75,7 @@ _LAZY: dict[str, str] = {
     "StoreLockedError": "rrf_retriever.errors",
     "StoreUnavailableError": "rrf_retriever.errors",
     "EmbeddingError": "rrf_retriever.errors",
+    "EngineClosedError": "rrf_retriever.errors",
     "DimensionMismatchError": "rrf_retriever.errors",
     "AllLegsFailedError": "rrf_retriever.errors",
     # stores

@@ -16,6 +16,7 @@ __all__ = [
     "AllLegsFailedError",
     "DimensionMismatchError",
     "EmbeddingError",
+    "EngineClosedError",
     "FilterError",
     "InvalidArgumentError",
     "InvalidTypeError",
@@ -57,6 +58,10 @@ class StoreLockedError(StoreError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be reached or opened (a server down, a missing path, ...)."""
+
+
+class EngineClosedError(StoreUnavailableError):
+    """The engine (or retriever) was closed, or is used in a process forked after it was opened."""
 
 
 class EmbeddingError(RRFRetrieverError):

@@ -45,7 +45,7 @@ from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
 from rrf_retriever.engine.stages import Expand, NeighbourExpansion
 from rrf_retriever.engine.writes import WriteUnit
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.errors import EngineClosedError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.scope import FilterSpec
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
@@ -134,6 +134,10 @@ class HybridEngine:
         self._settings_lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._closed = False
+        # The process that opened the stores: a forked child shares their SQLite connections, Qdrant handles and
+        # locks with the parent, and using them there hangs or splits the stores.
+        self._pid = os.getpid()
         self._writes = WriteUnit(self._legs, open_journal(journal))
         if self._writes.journal is not None:
             self.recover()
@@ -150,6 +154,23 @@ class HybridEngine:
         """The current immutable settings snapshot."""
         return self._settings
 
+    def _check_open(self) -> None:
+        if os.getpid() != self._pid:
+            msg = (
+                f"this engine was opened in process {self._pid} and cannot be used in process {os.getpid()}, forked "
+                "from it: its SQLite connections, Qdrant handles and locks belong to the parent. Open the index in "
+                "the child instead (gunicorn: no --preload, or open it in a post_fork hook)"
+            )
+            raise EngineClosedError(msg)
+        if self._closed:
+            msg = "this engine is closed; open the index again to use it"
+            raise EngineClosedError(msg)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
     def update_settings(self, **changes: Any) -> RetrievalSettings:
         """Validate ``changes`` and swap the settings snapshot atomically; the next query uses it.
 
@@ -161,6 +182,7 @@ class HybridEngine:
             >>> HybridEngine({"keyword": FTS5KeywordStore()}).update_settings(top_k=5).top_k
             5
         """
+        self._check_open()
         allowed = RetrievalSettings.field_names()
         unknown = sorted(set(changes) - allowed)
         if unknown:
@@ -182,17 +204,39 @@ class HybridEngine:
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
             with self._pool_lock:
+                self._check_open()
                 if self._pool is None:
                     workers = max(4, 2 * len(self._legs) + 2)
                     self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="rrf-leg")
         return self._pool
 
     def close(self) -> None:
-        """Release the worker threads (the engine stays usable: a new pool starts on the next query)."""
+        """Release everything: the worker threads, every store (files, locks, clients) and the journal.
+
+        A write in progress finishes first; a query in progress finishes or raises
+        :class:`~rrf_retriever.errors.EngineClosedError`, as does every later call. Idempotent. In a process forked
+        after the engine was opened it only marks the engine closed: the stores belong to the parent.
+        """
         with self._pool_lock:
+            if self._closed:
+                return
+            self._closed = True
             pool, self._pool = self._pool, None
+        if os.getpid() != self._pid:
+            return
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        with self._writes.lock:  # a write in progress completes (or rolls back) before its stores close
+            for leg in self._legs.values():
+                leg.close()
+            if self._writes.journal is not None:
+                self._writes.journal.close()
+
+    def __enter__(self) -> HybridEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _prepare(self, query: object, top_k: int | None, filter: FilterSpec | None,
                  exclude_ids: Iterable[str] | None, weights: Mapping[str, float] | None) -> Query:
@@ -233,10 +277,19 @@ class HybridEngine:
             InvalidTypeError / InvalidArgumentError: bad arguments (the message names the field).
             AllLegsFailedError: every active leg failed (with ``on_error="degrade"``).
         """
+        self._check_open()
         q = self._prepare(query, top_k, filter, exclude_ids, weights)
         if not q.active:
             return empty_result(q)
-        outcomes, embedded = run_in_threads(q, self._executor(), self._head_start)
+        try:
+            outcomes, embedded = run_in_threads(q, self._executor(), self._head_start)
+        except RuntimeError as exc:  # the pool was shut down by a close() racing this query
+            if self._closed:
+                raise EngineClosedError(str(exc)) from exc
+            raise
+        if self._closed:  # its legs may have been cut short by close(): not a degraded answer, a closed engine
+            msg = "the engine was closed during this query"
+            raise EngineClosedError(msg)
         return self._finish(q, outcomes, embedded)
 
     async def asearch(
@@ -249,10 +302,14 @@ class HybridEngine:
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
         """Async twin of :meth:`search`: the legs run concurrently as asyncio tasks."""
+        self._check_open()
         q = self._prepare(query, top_k, filter, exclude_ids, weights)
         if not q.active:
             return empty_result(q)
         outcomes, embedded = await run_in_tasks(q, self._head_start)
+        if self._closed:
+            msg = "the engine was closed during this query"
+            raise EngineClosedError(msg)
         return self._finish(q, outcomes, embedded)
 
     def _lookup(self, ids: list[str]) -> list[Record]:
@@ -261,6 +318,7 @@ class HybridEngine:
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         """Stored documents by id (from the first writable store), in the order asked; missing ids skipped."""
+        self._check_open()
         id_list = check_ids(ids)
         records = {r.id: r for r in self._lookup(id_list)}
         return [records[i] for i in id_list if i in records]
@@ -274,6 +332,7 @@ class HybridEngine:
 
     def count(self) -> dict[str, int]:
         """Documents per writable store, by source name."""
+        self._check_open()
         return self._writes.count()
 
     def add(
@@ -296,11 +355,15 @@ class HybridEngine:
             EmbeddingError: the embedding model failed (nothing written).
             StoreError: a store failed; the others were rolled back.
         """
-        return self._writes.add(ids, texts, metadatas)
+        with self._writes.lock:
+            self._check_open()
+            return self._writes.add(ids, texts, metadatas)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store; if one store fails the others get the documents back."""
-        self._writes.delete(ids)
+        with self._writes.lock:
+            self._check_open()
+            self._writes.delete(ids)
 
     async def aadd(
         self,
@@ -328,4 +391,6 @@ class HybridEngine:
         Returns:
             The number of batches redone (0 without a journal).
         """
-        return self._writes.recover()
+        with self._writes.lock:
+            self._check_open()
+            return self._writes.recover()

@@ -347,6 +347,19 @@ class RetrieverCore:
             side_kwargs.update(side._side_kwargs(self))  # type: ignore[arg-type]
         return type(self)(engine=self.engine, search_kwargs=merged, **side_kwargs)  # type: ignore[attr-defined]
 
+    # ---- lifecycle --------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy); later calls
+        raise :class:`~rrf_retriever.errors.EngineClosedError`. Also ``with EnsembleRRFRetriever(...) as r:``."""
+        self.engine.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ---- reads ------------------------------------------------------------------------------------------
 
     def _search_args(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
