@@ -162,9 +162,27 @@ class Journal:
             if fmt != _FORMAT or op not in ("add", "delete"):
                 msg = f"journal {self.path!r} entry {seq} has an unknown format ({fmt}, {op!r}); upgrade rrf-retriever"
                 raise StoreError(msg)
-            data = json.loads(body)
-            entries.append(JournalEntry(seq, op, data["ids"], data["texts"], data["metadatas"], data["vectors"]))
+            entries.append(self._entry(seq, op, body))
         return entries
+
+    def _entry(self, seq: int, op: JournalOp, body: str) -> JournalEntry:
+        """Parse one row; a row that is not what :meth:`begin` writes is reported, never half-replayed."""
+        problem = None
+        try:
+            data = json.loads(body)
+        except (TypeError, ValueError) as exc:
+            data, problem = None, f"not JSON ({exc})"
+        if problem is None:
+            problem = _body_problem(data, op)
+        if problem is not None:
+            msg = (
+                f"journal {self.path!r} entry {seq} ({op}) is corrupt: {problem}. It is left in place; the stores "
+                "may differ for its ids: check them, then delete the entry (DELETE FROM rrf_journal WHERE seq = "
+                f"{seq}) and reopen"
+            )
+            raise StoreError(msg)
+        return JournalEntry(seq, op, data["ids"], data["texts"], data["metadatas"], data["vectors"])
+
 
     def close(self) -> None:
         """Close the file (pending entries stay for the next open)."""
@@ -194,3 +212,23 @@ def open_journal(journal: str | os.PathLike[str] | Journal | None) -> Journal | 
         return Journal(journal)
     msg = f"journal must be a path, a Journal or None, not {type(journal).__name__}"
     raise InvalidTypeError(msg)
+
+
+def _body_problem(data: Any, op: str) -> str | None:
+    """What is wrong with a parsed journal body, or None."""
+    if not isinstance(data, dict) or any(k not in data for k in ("ids", "texts", "metadatas", "vectors")):
+        return "it lacks ids, texts, metadatas or vectors"
+    ids, texts, metadatas, vectors = data["ids"], data["texts"], data["metadatas"], data["vectors"]
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return "ids is not a list of strings"
+    if op == "add" and (not isinstance(texts, list) or len(texts) != len(ids)
+                        or not all(isinstance(t, str) for t in texts)):
+        return "texts is not one string per id"
+    if op == "add" and (not isinstance(metadatas, list) or len(metadatas) != len(ids)
+                        or not all(isinstance(m, dict) for m in metadatas)):
+        return "metadatas is not one mapping per id"
+    if not isinstance(vectors, dict) or not all(
+        isinstance(v, list) and len(v) == len(ids) and all(isinstance(vec, list) for vec in v) for v in vectors.values()
+    ):
+        return "vectors is not one list of vectors per dense store"
+    return None

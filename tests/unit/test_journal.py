@@ -234,3 +234,20 @@ def test_a_pending_entry_is_completed_before_the_next_write_so_it_never_replays_
     reopened = _stack(tmp_path)
     assert reopened.get(["x"]) == [] and reopened.count() == {"dense": 0, "keyword": 0}
     _close(reopened)
+
+
+@pytest.mark.parametrize("body", ["{not json", "[]", '{"ids": ["a"]}', '{"ids": "a", "texts": [], "metadatas": [], '
+                                  '"vectors": {}}', '{"ids": ["a"], "texts": ["x"], "metadatas": [{}], "vectors": 5}'])
+def test_a_corrupt_journal_row_is_our_error_and_stays_for_inspection(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "journal.sqlite3"
+    with Journal(path) as journal:
+        journal.begin("add", ["a"], ["x"], [{}])
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE rrf_journal SET body = ?", (body,))
+    conn.commit()
+    conn.close()
+    with Journal(path) as journal:
+        with pytest.raises(StoreError, match="corrupt"):
+            journal.pending()
+    with pytest.raises(StoreError, match="corrupt"):
+        _stack(tmp_path)  # opening the engine reports it (no raw JSONDecodeError / KeyError)
