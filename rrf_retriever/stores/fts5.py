@@ -331,19 +331,38 @@ class FTS5KeywordStore(StoreBase):
             msg = f"{self.path!r} holds an FTS5 store of schema {saved.get('schema_version')}, not {sql.SCHEMA_VERSION}"
             raise StoreError(msg)
 
+    def _parse_saved(self, saved: dict[str, str]) -> tuple[tuple[str, ...], dict[str, float], Analyzer]:
+        """The saved fields, field weights and analyzer; a row that is not what this store wrote is reported."""
+        key = "fields"
+        try:
+            fields = tuple(sql.check_fields(json.loads(saved["fields"])))
+            # Stores written before weights were saved ranked with 1.0 per field unless told otherwise.
+            key = "field_weights"
+            weights = sql.check_field_weights(json.loads(saved.get("field_weights", "{}")), list(fields))
+            key = "analyzer"
+            config = json.loads(saved["analyzer"])
+            if not isinstance(config, dict):
+                msg = "not a JSON object"
+                raise TypeError(msg)
+            saved_analyzer = Analyzer.from_config(config)
+            key = "count"
+            int(saved["count"])
+        except (KeyError, TypeError, ValueError) as exc:  # our InvalidArgumentError / InvalidTypeError are these too
+            msg = f"{self.path!r} is corrupt: its saved {key!r} is unreadable ({exc}); rebuild the index"
+            raise StoreError(msg) from exc
+        return fields, weights, saved_analyzer
+
     def _check_saved(self, saved: dict[str, str], analyzer: Analyzer | None) -> Analyzer:
-        saved_fields = tuple(json.loads(saved["fields"]))
+        saved_fields, saved_weights, saved_analyzer = self._parse_saved(saved)
         if self._fields_given and saved_fields != self.fields:
             msg = f"{self.path!r} was built with fields {list(saved_fields)}, not {list(self.fields)}"
             raise InvalidArgumentError(msg)
-        # Stores written before weights were saved ranked with 1.0 per field unless told otherwise.
-        saved_weights = json.loads(saved.get("field_weights", "{}"))
         if self._requested_weights is not None:
             saved_weights = sql.check_field_weights(self._requested_weights, list(saved_fields))
         self._set_fields(saved_fields, saved_weights)
-        config = json.loads(saved["analyzer"])
+        config = saved_analyzer.config()
         if analyzer is None:
-            return Analyzer.from_config(config)
+            return saved_analyzer
         if analyzer.config() != config:
             msg = (
                 f"{self.path!r} was indexed with another analyzer ({config}); open it with analyzer=None "

@@ -10,6 +10,7 @@ import pytest
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
+    RRFRetrieverError,
     StoreError,
     StoreLockedError,
     StoreUnavailableError,
@@ -321,3 +322,25 @@ def test_scopes_larger_than_sqlites_variable_limit() -> None:
     assert ids_of(store.search("shared", 10, exclude_ids=excluded)) == ["d49"]
     hits = store.search("shared", 10, filter={"s": list(range(10_000))[::-1]}, exclude_ids=excluded)
     assert ids_of(hits) == ["d49"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("analyzer", "{broken"), ("analyzer", '{"stem": 5}'), ("analyzer", "[]"), ("fields", "{broken"),
+     ("fields", '"text"'), ("fields", "[1, 2]"), ("field_weights", "{broken"), ("field_weights", '{"text": "x"}'),
+     ("count", "many")],
+)
+def test_a_corrupt_meta_row_is_our_error_on_open(tmp_path: Path, key: str, value: str) -> None:
+    path = tmp_path / "kw.sqlite3"
+    with FTS5KeywordStore(path) as store:
+        store.add(["a"], ["hello world"])
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE rrf_meta SET value = ? WHERE key = ?", (value, key))
+    conn.commit()
+    conn.close()
+    try:
+        with FTS5KeywordStore(path) as store:  # if it opens, it must still answer with our types only
+            store.count()
+            store.search("hello", 5)
+    except RRFRetrieverError as exc:
+        assert "corrupt" in str(exc) or key in str(exc)
