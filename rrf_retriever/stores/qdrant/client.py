@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import (
@@ -28,7 +28,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores.qdrant.base import UPSERT_BATCH, QdrantStoreBase
+from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH, QdrantStoreBase
 from rrf_retriever.stores.qdrant.steps import then
 
 __all__ = ["QdrantDenseStore"]
@@ -62,6 +62,10 @@ class QdrantDenseStore(QdrantStoreBase):
         async_client: An ``AsyncQdrantClient`` on the same server, for native async twins (else the async
             twins run the sync ones in a worker thread).
         batch_size: Points per upsert request.
+        index_keys: Metadata keys to index as documents are written (e.g. ``["session_id"]``), so filtered
+            queries on them never build an index themselves.
+        max_auto_indexes: How many payload indexes a filtered query may build on first use (default 8); past it,
+            other keys are filtered without an index (correct, slower).
 
     Raises:
         MissingDependencyError: qdrant-client is not installed (extra ``qdrant``).
@@ -87,8 +91,10 @@ class QdrantDenseStore(QdrantStoreBase):
         collection_name: str = "rrf_retriever",
         async_client: Any = None,
         batch_size: int = UPSERT_BATCH,
+        index_keys: Sequence[str] = (),
+        max_auto_indexes: int = MAX_AUTO_INDEXES,
     ) -> None:
-        super().__init__(embedding, batch_size)
+        super().__init__(embedding, batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
         qdrant_client, models = self._import_engine("qdrant-client", "qdrant_client", "qdrant_client.models")
         if not isinstance(collection_name, str) or not collection_name or len(collection_name) > 255:
             msg = f"collection_name must be a non-empty string, got {collection_name!r}"

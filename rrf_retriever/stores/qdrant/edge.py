@@ -18,12 +18,12 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rrf_retriever.errors import StoreError, StoreLockedError, StoreUnavailableError
-from rrf_retriever.stores.qdrant.base import METADATA_KEY, UPSERT_BATCH, QdrantStoreBase
+from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, METADATA_KEY, UPSERT_BATCH, QdrantStoreBase
 
 __all__ = ["QdrantEdgeDenseStore"]
 
@@ -51,6 +51,10 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
         exact: Force exact search even after :meth:`optimize`.
         hnsw_ef: HNSW search breadth (``ef``) once an index exists; None is Qdrant's default.
         batch_size: Points per update operation.
+        index_keys: Metadata keys to index as documents are written (e.g. ``["session_id"]``), so filtered
+            queries on them never build an index themselves.
+        max_auto_indexes: How many payload indexes a filtered query may build on first use (default 8); past it,
+            other keys are filtered without an index (correct, slower).
 
     Raises:
         MissingDependencyError: qdrant-edge-py is not installed (extra ``qdrant``).
@@ -75,8 +79,10 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
         exact: bool = False,
         hnsw_ef: int | None = None,
         batch_size: int = UPSERT_BATCH,
+        index_keys: Sequence[str] = (),
+        max_auto_indexes: int = MAX_AUTO_INDEXES,
     ) -> None:
-        super().__init__(embedding, batch_size)
+        super().__init__(embedding, batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
         self._qe, self._np = self._import_engine("qdrant-edge-py", "qdrant_edge", "numpy")
         self.exact = bool(exact)
         self.hnsw_ef = hnsw_ef

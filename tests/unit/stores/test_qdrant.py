@@ -221,3 +221,27 @@ def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
         assert isinstance(store.optimize(), bool)
         assert store.count() == 500
         assert [h.id for h in store.search(query, 10)] == before
+
+
+def test_new_filter_keys_on_the_query_path_build_a_bounded_number_of_payload_indexes(tmp_path: Path) -> None:
+    # An attacker (or a careless client) sending 100 different filter keys used to build 100 persistent indexes on
+    # the query path, stalling every other query; now at most max_auto_indexes are built there.
+    with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, max_auto_indexes=4) as store:
+        store.add([f"d{i}" for i in range(20)], [f"text {i}" for i in range(20)], [{"s": i % 3} for i in range(20)])
+        query = store.embedding.embed_query("text")
+        for n in range(100):
+            assert store.search(query, 5, filter={f"key{n}": 1}) == []  # no document has key<n>: still correct
+        assert len(store.indexed_keys) == 4
+        assert [h.id for h in store.search(query, 20, filter={"s": 1})]  # unindexed keys still filter correctly
+    with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, max_auto_indexes=4) as reopened:
+        assert len(reopened.indexed_keys) == 4  # persisted with the shard, counted against the budget
+
+
+def test_declared_index_keys_are_indexed_on_the_write_path_not_the_query_path(tmp_path: Path) -> None:
+    with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, index_keys=["session_id"],
+                              max_auto_indexes=0) as store:
+        store.add(["a", "b"], ["alpha", "beta"], [{"session_id": 1, "lang": "en"}, {"session_id": "x"}])
+        assert store.indexed_keys == {("session_id", "integer"), ("session_id", "keyword")}
+        query = store.embedding.embed_query("alpha")
+        assert [h.id for h in store.search(query, 5, filter={"lang": "en"})] == ["a"]
+        assert store.indexed_keys == {("session_id", "integer"), ("session_id", "keyword")}
