@@ -68,7 +68,7 @@ class RetrievalSettings:
 
     def __post_init__(self) -> None:
         weights = check_mapping(self.weights, "weights", _WEIGHTS_ARE)
-        object.__setattr__(self, "weights", MappingProxyType(check_weights(list(weights), weights)))
+        object.__setattr__(self, "weights", MappingProxyType(_not_all_zero(check_weights(list(weights), weights))))
         object.__setattr__(self, "rrf_k", check_number(self.rrf_k, "rrf_k", high=MAX_RRF_K))
         check_top_k(self.top_k)
         if self.fetch_k is not None:
@@ -99,8 +99,16 @@ class RetrievalSettings:
         if weights is None:
             return dict(self.weights)
         check_mapping(weights, "weights", _WEIGHTS_ARE)
-        return check_weights(list(self.weights), {**self.weights, **weights})
+        return _not_all_zero(check_weights(list(self.weights), {**self.weights, **weights}))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view (for the settings service and logs)."""
         return {f.name: (dict(self.weights) if f.name == "weights" else getattr(self, f.name)) for f in fields(self)}
+
+
+def _not_all_zero(weights: dict[str, float]) -> dict[str, float]:
+    """One rule for the engine, the retriever, the CLI and the service: weights that are all 0 are a mistake."""
+    if weights and not any(weights.values()):
+        msg = f"every source's weight is 0 ({sorted(weights)}): nothing would be searched; give one a weight > 0"
+        raise InvalidArgumentError(msg)
+    return weights

@@ -145,10 +145,12 @@ def test_weight_zero_on_the_keyword_leg_hides_documents_only_it_found() -> None:
     assert len(keyword.calls) == 1  # the second query did not call it
 
 
-def test_all_weights_zero_gives_no_hits_and_calls_nothing() -> None:
-    engine = HybridEngine({"a": ExplodingLeg(), "b": ExplodingLeg()}, {"a": 0, "b": 0})
+def test_a_zero_weight_leg_is_never_called_and_all_zero_weights_are_refused() -> None:
+    engine = HybridEngine({"a": ExplodingLeg(), "b": FunctionLeg(lambda query, limit: [])}, {"a": 0})
     result = engine.search("anything")
-    assert result.hits == [] and not any(t.called for t in result.trace.legs)
+    assert result.hits == [] and [t.called for t in result.trace.legs] == [False, True]
+    with pytest.raises(InvalidArgumentError, match="nothing would be searched"):
+        engine.search("anything", weights={"b": 0})
 
 
 def test_query_is_embedded_once_for_dense_legs_sharing_a_model() -> None:
@@ -675,3 +677,17 @@ def test_huge_weights_are_refused_so_fused_scores_stay_finite(weight: float) -> 
         engine.search("password", weights={"dense": weight})
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         engine.update_settings(rrf_k=weight)
+
+
+def test_all_zero_weights_are_one_rule_everywhere_refused_with_our_error() -> None:
+    # The CLI and the service refused them while Python silently searched nothing: now the engine refuses them.
+    dense, keyword = _stores()
+    with pytest.raises(InvalidArgumentError, match="nothing would be searched"):
+        HybridEngine({"dense": dense, "keyword": keyword}, {"dense": 0, "keyword": 0})
+    engine = HybridEngine({"dense": dense, "keyword": keyword})
+    with pytest.raises(InvalidArgumentError, match="nothing would be searched"):
+        engine.update_settings(weights={"dense": 0, "keyword": 0.0})
+    with pytest.raises(InvalidArgumentError, match="nothing would be searched"):
+        engine.search("password", weights={"dense": 0, "keyword": 0})
+    assert dict(engine.settings.weights) == {"dense": 1.0, "keyword": DEFAULT_LEG_WEIGHTS["keyword"]}
+    assert engine.search("password", weights={"dense": 0}).trace.legs[0].note == "weight 0"  # one leg at 0 is fine
