@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import uuid
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +45,29 @@ def result_metadata(hit: FusedHit) -> dict[str, Any]:
 def content_id(text: str) -> str:
     """A stable id from a text (for framework documents that carry none)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def content_ids(texts: Sequence[str], metadatas: Sequence[Mapping[str, Any] | None] | None) -> list[str]:
+    """Stable ids for documents given without ids: a hash of the text and the metadata, so re-running the same
+    indexing script upserts instead of duplicating. A repeat within one batch gets the occurrence appended.
+
+    Example:
+        >>> a, b = content_ids(["x", "x"], None); a != b and content_ids(["x"], [{}])[0] == a
+        True
+    """
+    metas = list(metadatas) if metadatas is not None and not isinstance(metadatas, (str, Mapping)) else []
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for i, text in enumerate(texts):
+        meta = metas[i] if i < len(metas) and metas[i] is not None else {}
+        try:
+            meta_json = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):  # not JSON: validate_batch refuses the batch with its own message
+            meta_json = repr(meta)
+        base = content_id(f"{text}\x00{meta_json}" if isinstance(text, str) else repr(text))
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
 
 
 class FrameworkSide:
@@ -212,7 +235,8 @@ class RetrieverCore:
             texts: The documents.
             embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
             metadatas: One mapping per text (optional).
-            ids: One id per text (default: random UUIDs, as LangChain's vector stores do).
+            ids: One id per text (default: derived from the text and metadata, so re-running the same script upserts
+                instead of duplicating; see :func:`content_ids`).
             keyword: ``"fts5"`` (default, SQLite FTS5), ``"bm25"`` (in memory) or a keyword store.
             dense: ``"qdrant-edge"`` (default: Qdrant's in-process engine, in ``path`` or a temporary folder;
                 exact search ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or
@@ -243,16 +267,19 @@ class RetrieverCore:
     # ---- writes -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _texts_and_ids(texts: Sequence[str], ids: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    def _texts_and_ids(
+        texts: Sequence[str], ids: Sequence[str] | None, metadatas: Sequence[Mapping[str, Any] | None] | None
+    ) -> tuple[list[str], list[str]]:
         if isinstance(texts, str):
             msg = "texts must be a list of strings, not a single string"
             raise InvalidTypeError(msg)
         text_list = list(texts)
-        return text_list, list(ids) if ids is not None else [uuid.uuid4().hex for _ in text_list]
+        return text_list, list(ids) if ids is not None else content_ids(text_list, metadatas)
 
     def _document_batch(self, documents: Sequence[Any], ids: Sequence[str] | None) -> tuple[list[str], ...]:
         parts = [self._document_parts(d) for d in documents]
-        given = list(ids) if ids is not None else [p[0] or uuid.uuid4().hex for p in parts]
+        derived = content_ids([p[1] for p in parts], [p[2] for p in parts])
+        given = list(ids) if ids is not None else [p[0] or d for p, d in zip(parts, derived)]
         return given, [p[1] for p in parts], [p[2] for p in parts]  # type: ignore[return-value]
 
     @classmethod
@@ -271,7 +298,7 @@ class RetrieverCore:
         ids: Sequence[str] | None = None,
     ) -> list[str]:
         """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids."""
-        text_list, id_list = self._texts_and_ids(texts, ids)
+        text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
         return self.engine.add(id_list, text_list, metadatas)  # type: ignore[attr-defined]
 
     async def aadd_texts(
@@ -281,7 +308,7 @@ class RetrieverCore:
         ids: Sequence[str] | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
-        text_list, id_list = self._texts_and_ids(texts, ids)
+        text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
         return await self.engine.aadd(id_list, text_list, metadatas)  # type: ignore[attr-defined]
 
     def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:

@@ -164,3 +164,16 @@ def test_one_framework_alone_gives_that_frameworks_retriever(blocked: str, check
 def test_unknown_constructor_arguments_are_errors() -> None:
     with pytest.raises(InvalidArgumentError, match="semantic_weigth"):
         EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()}, semantic_weigth=3.0)
+
+
+def test_rerunning_a_quickstart_with_a_path_does_not_duplicate_documents(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts = ["first note about rockets", "second note about rockets", "first note about rockets"]
+    metas = [{"s": 1}, {"s": 1}, {"s": 2}]
+    for _ in range(2):  # the same script run twice against the same folder
+        with EnsembleRRFRetriever.from_texts(texts, HashingEmbedding(16), metadatas=metas, path=tmp_path) as r:
+            counts = r.engine.count()
+    assert counts == {"dense": 3, "keyword": 3}  # same text, other metadata: another document
+    r2 = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16))
+    ids = r2.add_texts(["same", "same"]) + r2.add_documents([Document(page_content="same")])
+    assert len(set(ids)) == 2 and ids[2] == ids[0]  # a repeat in one batch is kept apart; a re-add is an upsert
+    assert r2.engine.count() == {"dense": 2, "keyword": 2}
