@@ -18,7 +18,7 @@ Four things make the double inheritance work (each guarded by a test):
    dict): a retriever has no prompts, so it returns ``[]`` when LangChain passes a config and ``{}`` otherwise.
 4. Both async paths are native (``asearch``), not a sync call in disguise.
 
-Naming: the RRF constant is ``rrf_k`` (default 2); the number of results is ``top_k``. LangChain users write ``k``
+Naming: the RRF constant is ``rrf_k`` (default 60); the number of results is ``top_k``. LangChain users write ``k``
 for the number of results (``as_retriever(search_kwargs={"k": 4})``), so a bare ``k`` given to this retriever is
 taken as ``top_k``, never as the RRF constant. An unknown keyword argument is an error.
 
@@ -66,10 +66,10 @@ if _LANGCHAIN and _LLAMA_INDEX:
             sources: More sources, ``{name: store | LangChain retriever | LlamaIndex retriever}``.
             weights: ``{source: weight >= 0}``; a source of weight 0 is not even queried.
             semantic_weight: Shortcut for ``weights["dense"]`` (default 1.0).
-            keyword_weight: Shortcut for ``weights["keyword"]`` (default 1.25, tuned: see ``benchmarks/RESULTS.md``).
-            rrf_k: The RRF constant (default 2, tuned with the keyword weight; the textbook value is 60).
+            keyword_weight: Shortcut for ``weights["keyword"]`` (default 1.25: see ``benchmarks/RESULTS.md``).
+            rrf_k: The RRF constant (default 60, the textbook value; chosen across five collections).
             top_k: Results per query (default 10). ``k`` is accepted as an alias (LangChain's name for it).
-            fetch_k: Hits each leg fetches (default ``2 * top_k``).
+            fetch_k: Hits each leg fetches (default ``max(2 * top_k, 40)``).
             leg_timeout: Seconds a leg may take before it is dropped from the query.
             on_error: ``"degrade"`` (default: a failing leg is dropped, a warning says so) or ``"raise"``.
             fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.

@@ -37,6 +37,7 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing
 from rrf_retriever.validate import check_int, check_str
 
 __all__ = [
+    "CONVERSATIONAL_STOPWORDS",
     "DEFAULT_STOPWORDS",
     "Analyzer",
     "build_match_query",
@@ -51,6 +52,15 @@ __all__ = [
 DEFAULT_STOPWORDS: frozenset[str] = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such "
     "that the their then there these they this to was will with".split()
+)
+
+#: Function words of questions put to an assistant ("How do I ...", "what does ... mean"), dropped from KEYWORD
+#: QUERIES only (never from the index, so changing the set never forces a rebuild). The set measured to cost
+#: nothing on five collections (benchmarks/bench_collections.py: SciFact and ArguAna unchanged, CACM +0.005, NPL
+#: +0.003 nDCG@10), and it gives seed 000's documented queries: "How do I configure the Qdrant collection?" ->
+#: configure OR qdrant OR collection; "how do I do it?" -> no keyword query (the dense leg answers alone).
+CONVERSATIONAL_STOPWORDS: frozenset[str] = frozenset(
+    "how do does what which who when where why can could would should may might must i me my we our you your".split()
 )
 
 # A token is a run of Unicode letters and digits; ``[^\W_]`` is "word character but not underscore".
@@ -151,6 +161,8 @@ class Analyzer:
             Named stemmers need PyStemmer (extra ``bm25``); it is loaded on first use.
         min_length: Tokens shorter than this are dropped (default 2: "db" stays, "a" goes).
         fold_diacritics: Fold ``é`` to ``e`` (default True, like FTS5 ``remove_diacritics``).
+        query_stopwords: More words dropped from QUERIES only (default :data:`CONVERSATIONAL_STOPWORDS`; ``()``
+            keeps them). Not part of :meth:`config`: an index never depends on it.
 
     Example:
         >>> Analyzer(stem=None).analyze("The databases are configured")
@@ -159,7 +171,7 @@ class Analyzer:
         ['DB']
     """
 
-    __slots__ = ("_stem_fn", "fold_diacritics", "min_length", "stem", "stopwords")
+    __slots__ = ("_stem_fn", "fold_diacritics", "min_length", "query_stopwords", "stem", "stopwords")
 
     def __init__(
         self,
@@ -168,10 +180,13 @@ class Analyzer:
         *,
         min_length: int = 2,
         fold_diacritics: bool = True,
+        query_stopwords: Iterable[str] | None = CONVERSATIONAL_STOPWORDS,
     ) -> None:
-        if isinstance(stopwords, str):
-            msg = "stopwords must be a collection of words, not a single string"
-            raise InvalidTypeError(msg)
+        for name, words in (("stopwords", stopwords), ("query_stopwords", query_stopwords)):
+            if isinstance(words, str):
+                msg = f"{name} must be a collection of words, not a single string"
+                raise InvalidTypeError(msg)
+        self.query_stopwords: frozenset[str] = frozenset(w.lower() for w in (query_stopwords or ()))
         check_int(min_length, "min_length", 1)
         if stem is not None and not isinstance(stem, str) and not callable(stem):
             msg = f"stem must be a stemmer name, a callable or None, not {type(stem).__name__}"
@@ -258,8 +273,24 @@ class Analyzer:
         min_len = self.min_length
         return [t for t in self.tokenize(text) if len(t) >= min_len and t not in stop]
 
+    def query_terms(self, text: str) -> list[str]:
+        """:meth:`terms` of a query: also without the query-time stopwords (:data:`CONVERSATIONAL_STOPWORDS`).
+
+        Example:
+            >>> Analyzer().query_terms("How do I configure the Qdrant collection?")
+            ['configure', 'qdrant', 'collection']
+        """
+        extra = self.query_stopwords
+        return [t for t in self.terms(text) if t not in extra] if extra else self.terms(text)
+
+    def analyze_query(self, text: str) -> list[str]:
+        """:meth:`query_terms`, stemmed: what a BM25 query looks up."""
+        stem = self._stemmer()
+        terms = self.query_terms(text)
+        return terms if stem is None else [stem(t) for t in terms]
+
     def analyze(self, text: str) -> list[str]:
-        """Surviving tokens, stemmed: the terms a BM25 index stores and a BM25 query looks up.
+        """Surviving tokens, stemmed: the terms a BM25 index stores (queries: :meth:`analyze_query`).
 
         Example:
             >>> Analyzer().analyze("configuring configured configures")
@@ -327,7 +358,7 @@ def build_match_query(
     """
     check_str(text, "query")
     check_int(max_terms, "max_terms", 1)
-    return match_expression((analyzer or default_analyzer()).terms(text)[:max_terms])
+    return match_expression((analyzer or default_analyzer()).query_terms(text)[:max_terms])
 
 
 def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:

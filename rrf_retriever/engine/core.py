@@ -10,7 +10,7 @@ Flow of one query (DESIGN section 7):
    zero-weight guard); a keyword leg whose query has no surviving term sits out.
 3. Run them (:mod:`~rrf_retriever.engine.run`): the non-dense legs start, the query is embedded ONCE per model
    (only if a dense leg is active), the dense legs start; threads in :meth:`HybridEngine.search`, asyncio in
-   :meth:`HybridEngine.asearch`. Each leg asks its store for ``fetch_k`` hits (default ``2 * top_k``) with the
+   :meth:`HybridEngine.asearch`. Each leg asks its store for ``fetch_k`` hits (default ``max(2 * top_k, 40)``) with the
    filter and the exclusions applied inside the store, before its top-k.
 4. Finish (:func:`~rrf_retriever.engine.query.finish`, shared by both): a failed embedding empties the dense
    legs; a leg that raises or passes ``leg_timeout`` is dropped (``on_error="degrade"``) or re-raised
@@ -62,9 +62,9 @@ class HybridEngine:
         sources: ``{name: store or Leg}``; a store with an ``embedding`` attribute is a dense leg.
         weights: ``{name: weight}``; a source not named weighs :data:`DEFAULT_LEG_WEIGHTS` of its kind (keyword
             stores 1.25, others 1.0).
-        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 2).
+        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 60).
         top_k: Results per query (default 10).
-        fetch_k: Hits per leg (default ``2 * top_k``).
+        fetch_k: Hits per leg (default ``max(2 * top_k, 40)``).
         leg_timeout: Seconds each leg (and the query embedding) may take; None = no limit.
         on_error: ``"degrade"`` (default) or ``"raise"``.
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.

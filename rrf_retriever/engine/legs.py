@@ -118,7 +118,7 @@ class KeywordLeg(StoreLeg):
 
     def sits_out(self, query: str) -> str | None:
         analyzer = self.store.analyzer
-        if analyzer is not None and not analyzer.terms(query):
+        if analyzer is not None and not analyzer.query_terms(query):
             return "no keyword term survives analysis"
         return None
 

@@ -20,6 +20,15 @@ keyword leg proposes only keyword matches. A query with no surviving term return
 
 ``save(dir)`` / ``load(dir)`` use JSON and ``.npy`` arrays (loaded with ``allow_pickle=False``): never pickle.
 
+Persistent: ``BM25KeywordStore(path=DIR)`` loads ``DIR`` if it holds a store and saves after every write
+(``add``, ``delete``), atomically: the new snapshot is written to a fresh folder ``DIR/snapshot-<n>/`` and fsynced,
+then the one-line pointer ``DIR/CURRENT`` is replaced (``os.replace``) and the old snapshot removed, so a crash at
+any moment leaves the previous or the new store, never half of one. If a save fails the write is undone in memory
+and raises :class:`~rrf_retriever.errors.StoreError` (the engine then rolls the other stores back). Every write
+rewrites the whole snapshot (the store is meant for small corpora; use the FTS5 store for large or busy indexes).
+One store may open a directory at a time (an ``flock`` on ``DIR/.lock``; a second opener gets
+:class:`~rrf_retriever.errors.StoreLockedError`). An index directory keeps it in ``keyword-bm25/``.
+
 Example:
     >>> store = BM25KeywordStore()
     >>> store.add(["a", "b"], ["Configure the database", "Cooking pasta"], [{"s": 1}, {"s": 2}])
@@ -31,7 +40,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +54,7 @@ from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     StoreError,
+    StoreLockedError,
     missing_dependency,
 )
 from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
@@ -55,6 +68,10 @@ __all__ = ["BM25KeywordStore", "Engine"]
 Engine = Literal["bm25s", "rank_bm25"]
 
 _FORMAT = "rrf-retriever/bm25-store"
+_CURRENT = "CURRENT"  # names the live snapshot folder of a persistent store
+_SNAPSHOT_PREFIX = "snapshot-"
+_LOCK_FILE = ".lock"
+_SAVED_FILES = ("store.json", "documents.jsonl", "tokens.npy", "offsets.npy")
 _FORMAT_VERSION = 1
 _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "bm25s": {"k1": 1.2, "b": 0.75},
@@ -169,35 +186,92 @@ class BM25KeywordStore(StoreBase):
     def __init__(
         self,
         *,
-        engine: Engine = "bm25s",
+        engine: Engine | None = None,
         analyzer: Analyzer | None = None,
         k1: float | None = None,
         b: float | None = None,
+        path: str | os.PathLike[str] | None = None,
     ) -> None:
-        if engine not in _DEFAULT_PARAMS:
+        if engine is not None and engine not in _DEFAULT_PARAMS:
             msg = f"engine must be 'bm25s' or 'rank_bm25', got {engine!r}"
             raise InvalidArgumentError(msg)
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
             raise InvalidTypeError(msg)
+        self.path: Path | None = None if path is None else Path(path)
+        self._lock_fh: Any = None
+        self._closed = False
+        saved: tuple[dict[str, Any], dict[str, _Doc]] | None = None
+        if self.path is not None:
+            self._acquire_lock()
+            try:
+                folder = _live_folder(self.path)
+                saved = None if folder is None else _read_folder(folder)
+                if saved is not None:
+                    engine, analyzer, k1, b = _saved_settings(self.path, saved[0], engine, analyzer, k1, b)
+            except BaseException:
+                self._release_lock()
+                raise
+        engine = engine or "bm25s"
         defaults = _DEFAULT_PARAMS[engine]
         k1 = defaults["k1"] if k1 is None else k1
         b = defaults["b"] if b is None else b
         for name, value, upper in (("k1", k1, 100.0), ("b", b, 1.0)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= upper:
+                self._release_lock()
                 msg = f"{name} must be a number in [0, {upper:g}], got {value!r}"
                 raise InvalidArgumentError(msg)
         self.engine: Engine = engine
         self.analyzer = analyzer or default_analyzer()
         self.k1 = float(k1)
         self.b = float(b)
-        self._docs: dict[str, _Doc] = {}
+        self._docs: dict[str, _Doc] = {} if saved is None else saved[1]
         self._lock = threading.RLock()
         self._index: _Index | None = None  # None: stale, rebuilt by the next search
         self._builds = 0
+        if self.path is not None and saved is None:
+            try:
+                self._save_snapshot(self.path)  # a new store records its settings at once
+            except BaseException:
+                self._release_lock()
+                raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _acquire_lock(self) -> None:
+        import fcntl
+
+        assert self.path is not None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path / _LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
+        except OSError as exc:
+            msg = f"cannot open the BM25 store directory {self.path}: {exc}"
+            raise StoreError(msg) from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            fh.close()
+            msg = f"the BM25 store at {self.path} is open elsewhere (in this or another process); close it first"
+            raise StoreLockedError(msg) from exc
+        self._lock_fh = fh
+
+    def _release_lock(self) -> None:
+        fh, self._lock_fh = self._lock_fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()  # closing the descriptor releases the flock
+
+    def close(self) -> None:
+        """Release the directory lock of a persistent store (its files are always up to date). Reads still work
+        from memory; a write after close raises :class:`~rrf_retriever.errors.StoreError`."""
+        self._closed = True
+        self._release_lock()
 
     def __repr__(self) -> str:
-        return f"BM25KeywordStore(engine={self.engine!r}, k1={self.k1:g}, b={self.b:g}, count={len(self._docs)})"
+        where = "" if self.path is None else f", path={str(self.path)!r}"
+        return (f"BM25KeywordStore(engine={self.engine!r}, k1={self.k1:g}, b={self.b:g}, count={len(self._docs)}"
+                f"{where})")
 
     # ------------------------------------------------------------------ writes
 
@@ -222,11 +296,13 @@ class BM25KeywordStore(StoreBase):
             for text, meta in zip(text_list, meta_list)
         ]
         with self._lock:
+            before = self._before_write()
             for doc_id, doc in zip(id_list, new_docs):
                 self._docs.pop(doc_id, None)  # a replaced document moves to the end, as in the FTS5 store
                 self._docs[doc_id] = doc
             if id_list:
                 self._index = None
+                self._commit(before)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete documents by id (unknown ids are ignored).
@@ -237,9 +313,11 @@ class BM25KeywordStore(StoreBase):
         """
         id_list = check_ids(ids)
         with self._lock:
+            before = self._before_write()
             removed = [self._docs.pop(doc_id, None) for doc_id in id_list]
             if any(r is not None for r in removed):
                 self._index = None
+                self._commit(before)
 
     # ------------------------------------------------------------------ reads
 
@@ -313,7 +391,7 @@ class BM25KeywordStore(StoreBase):
         flt, excluded = normalize_scope(filter, exclude_ids)
         if limit == 0:
             return []
-        terms = self.analyzer.analyze(query)[:DEFAULT_MAX_TERMS]
+        terms = self.analyzer.analyze_query(query)[:DEFAULT_MAX_TERMS]
         if not terms:
             return []
         index = self._snapshot()
@@ -347,8 +425,58 @@ class BM25KeywordStore(StoreBase):
 
     # ------------------------------------------------------------------ persistence
 
-    def save(self, directory: str | Path) -> None:
+    def _before_write(self) -> dict[str, _Doc] | None:
+        """What a persistent store restores if saving a write fails (None: an in-memory store)."""
+        if self.path is None:
+            return None
+        if self._closed:
+            msg = f"the BM25 store at {self.path} is closed"
+            raise StoreError(msg)
+        return dict(self._docs)
+
+    def _commit(self, before: dict[str, _Doc] | None) -> None:
+        """Save the store after a write (persistent stores only); on failure undo the write in memory."""
+        if self.path is None or before is None:
+            return
+        try:
+            self._save_snapshot(self.path)
+        except BaseException:
+            self._docs = before
+            self._index = None
+            raise
+
+    def _save_snapshot(self, root: Path) -> None:
+        """Write a new snapshot folder, fsync it, then switch ``CURRENT`` to it atomically; drop the old ones."""
+        import uuid
+
+        target = root / f"{_SNAPSHOT_PREFIX}{uuid.uuid4().hex}"
+        try:
+            self.save(target, durable=True)
+            pointer = root / f".{_CURRENT}.{os.getpid()}.tmp"
+            with pointer.open("w", encoding="utf-8") as fh:
+                fh.write(target.name + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(pointer, root / _CURRENT)
+            _fsync_dir(root)
+        except BaseException as exc:
+            shutil.rmtree(target, ignore_errors=True)
+            if isinstance(exc, OSError):
+                msg = f"cannot save the BM25 store to {root}: {exc}"
+                raise StoreError(msg) from exc
+            raise
+        for old in root.iterdir():  # best effort: an old snapshot left by a crash is removed by the next save
+            if old.name.startswith(_SNAPSHOT_PREFIX) and old.name != target.name:
+                shutil.rmtree(old, ignore_errors=True)
+            elif old.name in _SAVED_FILES:  # a plain save() this store was opened from
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
+    def save(self, directory: str | Path, *, durable: bool = False) -> None:
         """Write the store to ``directory`` as JSON (documents, settings, vocabulary) and ``.npy`` token arrays.
+
+        ``durable=True`` fsyncs every file and the folder. (A store built with ``path=`` saves itself after every
+        write; this is for a one-off copy.)
 
         Example:
             >>> import tempfile; d = tempfile.mkdtemp(); s = BM25KeywordStore(); s.add(["a"], ["x y"])
@@ -382,47 +510,96 @@ class BM25KeywordStore(StoreBase):
                     fh.write("\n")
             np.save(root / "tokens.npy", np.asarray(flat, dtype=np.int32), allow_pickle=False)
             np.save(root / "offsets.npy", offsets, allow_pickle=False)
+            if durable:
+                for name in _SAVED_FILES:
+                    with (root / name).open("rb+") as fh:
+                        os.fsync(fh.fileno())
+                _fsync_dir(root)
         except OSError as exc:
             msg = f"cannot save the BM25 store to {root}: {exc}"
             raise StoreError(msg) from exc
 
     @classmethod
     def load(cls, directory: str | Path, *, analyzer: Analyzer | None = None) -> BM25KeywordStore:
-        """Load a store written by :meth:`save` (no pickle: JSON and ``np.load(allow_pickle=False)``).
+        """Load a store written by :meth:`save` or kept by a persistent store (no pickle: JSON and
+        ``np.load(allow_pickle=False)``). The result is an in-memory copy; to keep writing to the folder, open it
+        with ``BM25KeywordStore(path=directory)``.
 
         Args:
-            directory: The folder given to :meth:`save`.
+            directory: The folder given to :meth:`save` (or ``path=``).
             analyzer: Needed only if the store was saved with a custom (callable) stemmer; must match.
 
         Raises:
             StoreError: missing or malformed files.
             InvalidArgumentError: an analyzer different from the saved one.
         """
-        import numpy as np
-
         root = Path(directory)
-        try:
-            meta = json.loads((root / "store.json").read_text(encoding="utf-8"))
-            if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
-                msg = f"{root} does not hold a BM25KeywordStore (format {meta.get('format')!r})"
-                raise StoreError(msg)
-            rows = [json.loads(line) for line in (root / "documents.jsonl").read_text(encoding="utf-8").splitlines()]
-            flat = np.load(root / "tokens.npy", allow_pickle=False)
-            offsets = np.load(root / "offsets.npy", allow_pickle=False)
-        except (OSError, ValueError, KeyError) as exc:
-            msg = f"cannot load a BM25 store from {root}: {exc}"
-            raise StoreError(msg) from exc
-        if analyzer is None:
-            analyzer = Analyzer.from_config(meta["analyzer"])
-        elif analyzer.config() != meta["analyzer"]:
-            msg = f"{root} was indexed with another analyzer ({meta['analyzer']})"
-            raise InvalidArgumentError(msg)
+        meta, docs = _read_folder(_live_folder(root) or root)
+        engine, analyzer, k1, b = _saved_settings(root, meta, None, analyzer, None, None)
+        store = cls(engine=engine, analyzer=analyzer, k1=k1, b=b)
+        store._docs = docs
+        return store
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _live_folder(root: Path) -> Path | None:
+    """The folder holding a store's files: the snapshot ``CURRENT`` names, ``root`` itself for a plain
+    :meth:`BM25KeywordStore.save`, or None if ``root`` holds no store."""
+    pointer = root / _CURRENT
+    if pointer.is_file():
+        name = pointer.read_text(encoding="utf-8").strip()
+        if not name.startswith(_SNAPSHOT_PREFIX) or "/" in name or "\\" in name:
+            msg = f"{pointer} is corrupt (it names {name!r})"
+            raise StoreError(msg)
+        return root / name
+    return root if (root / "store.json").is_file() else None
+
+
+def _read_folder(root: Path) -> tuple[dict[str, Any], dict[str, _Doc]]:
+    """The settings and documents saved in ``root`` (no pickle)."""
+    import numpy as np
+
+    try:
+        meta = json.loads((root / "store.json").read_text(encoding="utf-8"))
+        if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
+            msg = f"{root} does not hold a BM25KeywordStore (format {meta.get('format')!r})"
+            raise StoreError(msg)
+        rows = [json.loads(line) for line in (root / "documents.jsonl").read_text(encoding="utf-8").splitlines()]
+        flat = np.load(root / "tokens.npy", allow_pickle=False)
+        offsets = np.load(root / "offsets.npy", allow_pickle=False)
         if len(offsets) != len(rows) + 1:
             msg = f"{root}: {len(rows)} documents but {len(offsets) - 1} token lists"
             raise StoreError(msg)
-        store = cls(engine=meta["engine"], analyzer=analyzer, k1=meta["k1"], b=meta["b"])
         vocab = meta["vocab"]
+        docs = {}
         for i, row in enumerate(rows):
             tokens = tuple(vocab[t] for t in flat[offsets[i] : offsets[i + 1]].tolist())
-            store._docs[row["id"]] = _Doc(row["text"], row["metadata"], tokens)
-        return store
+            docs[row["id"]] = _Doc(row["text"], row["metadata"], tokens)
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        msg = f"cannot load a BM25 store from {root}: {exc}"
+        raise StoreError(msg) from exc
+    return meta, docs
+
+
+def _saved_settings(
+    root: Path, meta: dict[str, Any], engine: str | None, analyzer: Analyzer | None, k1: float | None,
+    b: float | None,
+) -> tuple[Any, Analyzer, float, float]:
+    """The saved engine, analyzer, k1 and b; a setting asked for that differs from the saved one is an error."""
+    for name, given in (("engine", engine), ("k1", k1), ("b", b)):
+        if given is not None and given != meta[name]:
+            msg = f"{root} holds a BM25 store with {name}={meta[name]!r}, not {given!r}"
+            raise InvalidArgumentError(msg)
+    if analyzer is None:
+        analyzer = Analyzer.from_config(meta["analyzer"])
+    elif analyzer.config() != meta["analyzer"]:
+        msg = f"{root} was indexed with another analyzer ({meta['analyzer']})"
+        raise InvalidArgumentError(msg)
+    return meta["engine"], analyzer, meta["k1"], meta["b"]

@@ -543,7 +543,7 @@ class FTS5KeywordStore(StoreBase):
         check_str(query, "query")
         limit = check_limit(limit)
         flt, excluded = normalize_scope(filter, exclude_ids)
-        terms = self.analyzer.terms(query)[:DEFAULT_MAX_TERMS]
+        terms = self.analyzer.query_terms(query)[:DEFAULT_MAX_TERMS]
         if limit == 0 or not terms:
             return []
         scope, params = sql.scope_sql(flt, excluded, self.table)

@@ -19,6 +19,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import (
     DEFAULT_HYBRID_RRF_K,
     DEFAULT_LEG_WEIGHTS,
+    MIN_FETCH_K,
     FunctionLeg,
     HeadStart,
     HybridEngine,
@@ -191,13 +192,13 @@ def test_empty_query_returns_nothing(query: str) -> None:
 # ---- headroom, scope, concurrency -----------------------------------------------------------------------
 
 
-def test_each_leg_fetches_twice_top_k_by_default_and_fetch_k_when_set() -> None:
-    leg = RecordingLeg([Hit(f"d{i}") for i in range(50)])
+def test_each_leg_fetches_twice_top_k_but_at_least_min_fetch_k_by_default_and_fetch_k_when_set() -> None:
+    leg = RecordingLeg([Hit(f"d{i}") for i in range(100)])
     engine = HybridEngine({"a": leg}, top_k=7)
     assert len(engine.search("q").hits) == 7
-    assert leg.calls[-1]["limit"] == 14
-    engine.search("q", top_k=3)
-    assert leg.calls[-1]["limit"] == 6
+    assert leg.calls[-1]["limit"] == MIN_FETCH_K
+    engine.search("q", top_k=30)
+    assert leg.calls[-1]["limit"] == 60
     engine.update_settings(fetch_k=30)
     engine.search("q")
     assert leg.calls[-1]["limit"] == 30
@@ -464,7 +465,7 @@ def test_every_query_sees_one_settings_snapshot_under_concurrent_updates() -> No
 
 def test_retrieval_settings_fetch_k() -> None:
     s = RetrievalSettings(weights={"a": 1.0}, top_k=5)
-    assert s.effective_fetch_k(5) == 10
+    assert s.effective_fetch_k(5) == MIN_FETCH_K and s.effective_fetch_k(MIN_FETCH_K) == 2 * MIN_FETCH_K
     s2 = RetrievalSettings(weights={"a": 1.0}, top_k=5, fetch_k=3)
     assert s2.effective_fetch_k(5) == 5  # never below top_k
 

@@ -232,3 +232,35 @@ def test_any_string_gives_a_result_or_our_error(text: str) -> None:
         return
     if query is not None:
         conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,)).fetchall()
+
+
+# ---- seed 000's conversational queries (issue: tokenization holds by default) -------------------------------
+
+
+def test_seed_000_examples_hold_by_default() -> None:
+    from rrf_retriever.text import build_match_query
+
+    assert build_match_query("How do I configure the Qdrant collection?") == '"configure" OR "qdrant" OR "collection"'
+    assert build_match_query("how do I do it?") is None
+
+
+def test_conversational_words_are_dropped_at_query_time_only() -> None:
+    from rrf_retriever.text import CONVERSATIONAL_STOPWORDS, Analyzer
+
+    analyzer = Analyzer()
+    assert "what" in CONVERSATIONAL_STOPWORDS
+    assert analyzer.query_terms("What does the error mean") == ["error", "mean"]
+    assert analyzer.terms("What does the error mean") == ["what", "does", "error", "mean"]  # indexing keeps them
+    assert Analyzer(query_stopwords=()).query_terms("what does it mean") == ["what", "does", "mean"]
+    # A query-time set is not part of the saved config: changing it never forces an index rebuild.
+    assert Analyzer(query_stopwords=["error"]).config() == analyzer.config()
+
+
+def test_a_conversational_question_runs_dense_only_on_the_default_stack() -> None:
+    from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
+
+    r = EnsembleRRFRetriever.from_texts(["how do I do it", "configure the collection"], HashingEmbedding(16))
+    trace = r.search("how do I do it?").trace
+    keyword = next(leg for leg in trace.legs if leg.name == "keyword")
+    assert not keyword.called and keyword.note == "no keyword term survives analysis"
+    r.close()
