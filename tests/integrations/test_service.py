@@ -50,7 +50,8 @@ def test_health_and_openapi(client: httpx.Client) -> None:
     health = client.get("/health").json()
     assert health == {"status": "ok", "documents": {"dense": 40, "keyword": 40}}
     spec = client.get("/openapi.json").json()
-    assert {"/settings", "/search", "/health"} <= set(spec["paths"])
+    assert {"/settings", "/search", "/health", "/documents"} <= set(spec["paths"])
+    assert {"get", "post"} <= set(spec["paths"]["/search"]) and {"post", "delete"} <= set(spec["paths"]["/documents"])
     assert "rrf_k" in json.dumps(spec["components"]["schemas"]["SettingsView"])  # k is documented as rrf_k
     assert client.get("/docs").status_code == 200
 
