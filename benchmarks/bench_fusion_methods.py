@@ -60,7 +60,7 @@ def score(b: Bundle, runs: Mapping[str, Mapping[str, list[Hit]]], keyword: str, 
     for q in b.query_ids:
         hits = fuse({"dense": runs["dense"][q], "keyword": runs[keyword][q]}, {"dense": 1.0, "keyword": kw_weight})
         run[q] = {h.id: float(100 - r) for r, h in enumerate(hits)}
-    return round(evaluate(run, b.ds.qrels, ("ndcg@10",))["ndcg@10"], 4)
+    return round(evaluate(run, b.ds.qrels, ("ndcg@10",), ignore_identical_ids=True)["ndcg@10"], 4)
 
 
 def main() -> None:

@@ -112,7 +112,7 @@ def score(search: Search, b: Bundle, indices: list[int]) -> tuple[dict[str, floa
         run[qid] = {d: float(len(ids) - r) for r, d in enumerate(ids)}
     ms = 1000 * (time.perf_counter() - t0) / max(1, len(indices))
     qrels = {b.query_ids[i]: b.ds.qrels[b.query_ids[i]] for i in indices}
-    return {k: round(v, 4) for k, v in evaluate(run, qrels).items()}, round(ms, 2)
+    return {k: round(v, 4) for k, v in evaluate(run, qrels, ignore_identical_ids=True).items()}, round(ms, 2)
 
 
 def main() -> None:

@@ -78,7 +78,7 @@ def run_config(name: str, dataset: str, split: str) -> dict[str, Any]:
         # Rank-based scores: and_or concatenates two passes whose raw scores are not comparable.
         run[qid] = {h.id: float(100 - r) for r, h in enumerate(hits)}
     query_s = time.perf_counter() - t0
-    metrics = evaluate(run, ds.qrels)
+    metrics = evaluate(run, ds.qrels, ignore_identical_ids=True)
     return {
         "config": name,
         "dataset": dataset,

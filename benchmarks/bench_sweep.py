@@ -91,7 +91,7 @@ def single(runs: Runs, top_k: int = 100) -> dict[str, dict[str, float]]:
 
 
 def metrics(run: Mapping[str, Mapping[str, float]], b: Bundle) -> dict[str, float]:
-    return {k: round(v, 4) for k, v in evaluate(run, b.ds.qrels).items()}
+    return {k: round(v, 4) for k, v in evaluate(run, b.ds.qrels, ignore_identical_ids=True).items()}
 
 
 def per_query_ndcg(runs: Mapping[Any, Mapping[str, Mapping[str, float]]], b: Bundle) -> dict[Any, list[float]]:

@@ -6,7 +6,8 @@ The query set is taken from the qrels file (``queries.jsonl`` may hold every spl
 
 ArguAna's queries are themselves in the corpus: every published figure drops a retrieved document whose id
 equals the query id (BEIR ``ignore_identical_ids``, Pyserini ``--remove-query``). :func:`evaluate` does the same
-when ``ignore_identical_ids=True`` (the default, as in BEIR).
+when asked (``ignore_identical_ids=True``). It is NOT the default, unlike BEIR's: collections that number queries
+and documents alike (MED, CACM, NPL: query "1" is not document "1") would silently lose real hits.
 
 Example:
     >>> ds = load_beir("../shared/data/scifact")  # doctest: +SKIP
@@ -118,7 +119,7 @@ def evaluate(
     qrels: Mapping[str, Mapping[str, int]],
     metrics: tuple[str, ...] = DEFAULT_METRICS,
     *,
-    ignore_identical_ids: bool = True,
+    ignore_identical_ids: bool = False,
 ) -> dict[str, float]:
     """Mean metrics of a run with ranx (``{query_id: {doc_id: score}}``, higher score = better rank).
 
