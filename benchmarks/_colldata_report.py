@@ -137,7 +137,7 @@ def analyze(data: dict[str, tuple[Collection, dict[str, Any]]]) -> None:
             row.append(cell.strip())
         table_rows.append(row)
     systems_md = md_table(["system (nDCG@10)", *names], table_rows)
-    print("\n## Systems x collections, nDCG@10 (ArguAna: all 1406 queries; (sub) = fixed 300-query subset)\n")
+    print("\n## Systems x collections, nDCG@10 (ArguAna: every system on the fixed 300-query subset, random.Random(0))\n")
     print(systems_md)
     r100_rows = []
     for s in sys_names:
