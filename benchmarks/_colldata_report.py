@@ -192,8 +192,8 @@ def analyze(data: dict[str, tuple[Collection, dict[str, Any]]]) -> None:
             for left in names:
                 others = [n for n in names if n != left]
                 keys = [k for k in means if shippable(k, space)]
-                agg = (lambda k: min(margin[k][n] for n in others)) if crit == "worst" else \
-                      (lambda k: statistics.fmean(margin[k][n] for n in others))
+                agg = (lambda k, others=others: min(margin[k][n] for n in others)) if crit == "worst" else \
+                      (lambda k, others=others: statistics.fmean(margin[k][n] for n in others))
                 pick = max(keys, key=agg)
                 picks[left] = pick
                 rows.append([left, pick, fmt_margin(agg(pick)), f"{means[pick][left]:.4f}",
