@@ -71,21 +71,30 @@ def scope_engine(kind_keyword: str, kind_dense: str, corpus: list[tuple[str, str
             keyword.close()
 
 
+def numeric_looking(rng: random.Random, n: int) -> str:
+    """A string that SQLite's affinity or a sloppy parser would take for the number ``n``."""
+    return rng.choice([f"{n}", f"0{n}", f"{n}.0", f" {n}", f"+{n}", f"{n}e0", f"{n}.00"])
+
+
 def scope_corpus(rng: random.Random, size: int, sessions: int) -> list[tuple[str, str, dict[str, Any]]]:
-    """Documents tagged with a session id (int, sometimes also a str tenant and a list of tags)."""
+    """Documents tagged with a session id: an int, or (1 in 4) a string that looks like one ("042", "4.0", " 4",
+    "+4"), which must never match the number nor another spelling; a str tenant, sometimes a list of tags."""
     corpus = []
     for i in range(size):
-        meta: dict[str, Any] = {"session_id": rng.randrange(sessions), "tenant": rng.choice(["acme", "globex"])}
+        n = rng.randrange(sessions)
+        session: int | str = numeric_looking(rng, n) if rng.random() < 0.25 else n
+        meta: dict[str, Any] = {"session_id": session, "tenant": rng.choice(["acme", "globex"])}
         if rng.random() < 0.3:
             meta["tags"] = rng.sample(["red", "green", "blue"], rng.randint(1, 2))
         corpus.append((f"d{i}", random_text(rng, rng.randint(3, 12)), meta))
     return corpus
 
 
-def _allowed(meta: dict[str, Any], sessions: list[int], tenant: str | None) -> bool:
-    if meta.get("session_id") not in sessions or isinstance(meta.get("session_id"), bool):
-        return False
-    return tenant is None or meta.get("tenant") == tenant
+def _allowed(meta: dict[str, Any], flt: dict[str, Any]) -> bool:
+    """The reference semantics (``scope.matches``): typed equality, "42" is never 42 nor "042"."""
+    from rrf_retriever.scope import matches, normalize_filter
+
+    return matches(meta, normalize_filter(flt))
 
 
 def run_scope_isolation(n_queries: int, seed: int, corpus_size: int = 300, sessions: int = 12) -> dict[str, Any]:
@@ -113,12 +122,14 @@ def run_scope_isolation(n_queries: int, seed: int, corpus_size: int = 300, sessi
             with scope_engine(kw, dn, corpus, Path(tmp)) as engine:
                 retriever = EnsembleRRFRetriever(engine=engine)
                 for q in range(per_pairing):
-                    scope_sessions = rng.sample(range(sessions), rng.randint(1, 3))
+                    scope_sessions: list[int | str] = list(rng.sample(range(sessions), rng.randint(1, 3)))
+                    if rng.random() < 0.3:  # ask for numeric-looking strings: only that exact string may match
+                        scope_sessions = [numeric_looking(rng, int(s)) for s in scope_sessions]
                     tenant = rng.choice([None, "acme", "globex"])
                     flt: dict[str, Any] = {"session_id": scope_sessions}
                     if tenant is not None:
                         flt["tenant"] = tenant
-                    in_scope = [i for i, m in meta_by_id.items() if _allowed(m, scope_sessions, tenant)]
+                    in_scope = [i for i, m in meta_by_id.items() if _allowed(m, flt)]
                     excluded = rng.sample(in_scope, min(len(in_scope), rng.randint(0, 8)))
                     excluded += rng.sample(list(meta_by_id), 2)  # out-of-scope and unknown exclusions too
                     excluded.append(f"unknown-{q}")
@@ -149,7 +160,7 @@ def run_scope_isolation(n_queries: int, seed: int, corpus_size: int = 300, sessi
                     excl = set(excluded)
                     for doc_id in ids:
                         meta = meta_by_id.get(doc_id)
-                        if meta is None or not _allowed(meta, scope_sessions, tenant) or doc_id in excl:
+                        if meta is None or not _allowed(meta, flt) or doc_id in excl:
                             leaks.append(f"{kw}+{dn} path {path}: {doc_id} {meta} for filter {flt} excl {excluded}")
     return {"queries": queries, "hits_checked": hits_checked, "nonempty": nonempty, "leaks": leaks}
 
@@ -554,3 +565,175 @@ def run_fuzz(examples_per_target: int, seed: int = 0) -> dict[str, Any]:
         state.close()
     return {"inputs": sum(state.outcomes.values()) + len(state.unexpected), "outcomes": dict(state.outcomes),
             "unexpected": state.unexpected}
+
+
+# ---- lifecycle: interrupts, fork, close under load, short-lived threads ----------------------------------
+
+
+class _InterruptingFTS5(FTS5KeywordStore):
+    """A real FTS5 store whose next write, once ``armed``, is interrupted (KeyboardInterrupt) after it wrote: the
+    Ctrl-C of the issue. One interrupt per arming, so the rollback itself runs (a fault during the rollback leaves
+    the journal entry pending by design; the unit tests cover that double fault)."""
+
+    armed = False
+
+    def _maybe_interrupt(self) -> None:
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        super().add(*args, **kwargs)
+        self._maybe_interrupt()
+
+    def delete(self, *args: Any, **kwargs: Any) -> None:
+        super().delete(*args, **kwargs)
+        self._maybe_interrupt()
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+
+def run_lifecycle(rounds: int, seed: int, threads: int = 8) -> dict[str, Any]:
+    """The lifecycle attacks of the trust issue, on the on-disk default stack (FTS5 + qdrant-edge + journal).
+
+    * ``rounds`` writes (adds and deletes) of which ~30 % are interrupted by KeyboardInterrupt inside the keyword
+      store: after each, both stores must hold the same ids, and after a reopen no deleted document may be back;
+    * a fork after open: the child's calls must be refused at once (no hang), the parent untouched;
+    * close() while ``threads`` threads query: only results or EngineClosedError, and the path opens again;
+    * 500 short-lived threads each searching once: open file descriptors must not grow with them.
+
+    Returns:
+        figures and a list of ``problems`` (empty when every property held).
+    """
+    from rrf_retriever.errors import EngineClosedError
+
+    rng = random.Random(seed)
+    problems: list[str] = []
+    figures: dict[str, Any] = {"interrupted": 0, "writes": 0}
+    embedding = HashingEmbedding(DIM)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+
+        def open_stack() -> HybridEngine:
+            keyword = _InterruptingFTS5(str(root / "keyword.sqlite3"))
+            dense = QdrantEdgeDenseStore(embedding, path=str(root / "edge"))
+            return HybridEngine({"dense": dense, "keyword": keyword}, journal=root / "journal.sqlite3")
+
+        engine = open_stack()
+        alive: set[str] = set()
+        deleted: set[str] = set()
+        for r in range(rounds):
+            ids = [f"d{rng.randrange(rounds)}" for _ in range(rng.randint(1, 4))]
+            ids = list(dict.fromkeys(ids))
+            figures["writes"] += 1
+            engine.legs["keyword"].store.armed = rng.random() < 0.3  # type: ignore[attr-defined]
+            try:
+                if rng.random() < 0.6 or not alive:
+                    engine.add(ids, [random_text(rng) for _ in ids], [{"session_id": rng.randrange(5)} for _ in ids])
+                    alive |= set(ids)
+                    deleted -= set(ids)
+                else:
+                    gone = rng.sample(sorted(alive), min(len(alive), rng.randint(1, 3)))
+                    engine.delete(gone)
+                    alive -= set(gone)
+                    deleted |= set(gone)
+            except KeyboardInterrupt:
+                figures["interrupted"] += 1  # rolled back: the model above is unchanged
+            dense_ids = {rec.id for rec in engine.legs["dense"].store.get(sorted(alive | deleted))}  # type: ignore[attr-defined]
+            keyword_ids = {rec.id for rec in engine.legs["keyword"].store.get(sorted(alive | deleted))}  # type: ignore[attr-defined]
+            if dense_ids != keyword_ids or dense_ids != alive:
+                problems.append(f"round {r}: dense {len(dense_ids)} keyword {len(keyword_ids)} expected {len(alive)}")
+                break
+        engine.close()
+        engine = open_stack()
+        back = {rec.id for rec in engine.get(sorted(deleted))}
+        if back:
+            problems.append(f"{len(back)} deleted document(s) came back on reopen: {sorted(back)[:5]}")
+        if set(engine.count().values()) != {len(alive)}:
+            problems.append(f"after reopen: counts {engine.count()} for {len(alive)} documents")
+        figures["documents"] = len(alive)
+
+        # fork after open (gunicorn --preload): the child must refuse at once
+        if hasattr(os, "fork"):
+            engine.search("document")
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    engine.search("document")
+                except EngineClosedError:
+                    code = 0
+                except BaseException:
+                    code = 2
+                os._exit(code)
+            deadline = time.monotonic() + 30
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    problems.append("fork: the child hung")
+                    break
+                time.sleep(0.02)
+            if set(engine.count().values()) != {len(alive)}:
+                problems.append("fork: the parent's stores changed")
+            figures["fork_checked"] = True
+
+        # many short-lived threads
+        before = _open_fds()
+        errors: list[str] = []
+
+        def once() -> None:
+            try:
+                engine.search(random_text(rng, 2))
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+        for _ in range(10):
+            batch = [threading.Thread(target=once) for _ in range(50)]
+            for t in batch:
+                t.start()
+            for t in batch:
+                t.join()
+        figures["short_lived_threads"] = 500
+        figures["fd_growth"] = _open_fds() - before
+        if figures["fd_growth"] > 40 or errors:
+            problems.append(f"short-lived threads: fd growth {figures['fd_growth']}, errors {errors[:3]}")
+
+        # close() under load
+        outcomes: Counter[str] = Counter()
+        stop = threading.Event()
+
+        def reader() -> None:
+            while not stop.is_set():
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        engine.search(random_text(rng, 2))
+                    outcomes["answered"] += 1
+                except EngineClosedError:
+                    outcomes["engine_closed"] += 1
+                    return
+                except BaseException as exc:
+                    outcomes[f"foreign {type(exc).__name__}"] += 1
+                    return
+
+        readers = [threading.Thread(target=reader) for _ in range(threads)]
+        for t in readers:
+            t.start()
+        time.sleep(0.3)
+        engine.close()
+        stop.set()
+        for t in readers:
+            t.join(30)
+        figures["close_under_load"] = dict(outcomes)
+        foreign = {k: v for k, v in outcomes.items() if k.startswith("foreign")}
+        if foreign:
+            problems.append(f"close under load: {foreign}")
+        reopened = open_stack()
+        if set(reopened.count().values()) != {len(alive)}:
+            problems.append("close under load: the reopened index differs")
+        reopened.close()
+    figures["problems"] = problems
+    return figures

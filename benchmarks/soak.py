@@ -1,4 +1,4 @@
-"""Reliability soak: fuzz, scope isolation, SIGKILL crash safety and load, at the long profile.
+"""Reliability soak: fuzz, scope isolation, SIGKILL crash safety, load and lifecycle, at the long profile.
 
 Runs the same workloads as tests/reliability (benchmarks/_workloads.py) with more inputs, prints figures and
 writes benchmarks/results/soak_<profile>.json.
@@ -18,11 +18,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks._workloads import run_crash_safety, run_fuzz, run_load, run_scope_isolation
+from benchmarks._workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
 
 PROFILES = {
-    "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100},
-    "full": {"fuzz_per_target": 1700, "scope_queries": 4000, "kills": 20, "threads": 8, "queries_per_thread": 500},
+    "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100,
+              "lifecycle_writes": 300},
+    "full": {"fuzz_per_target": 1700, "scope_queries": 4000, "kills": 20, "threads": 8, "queries_per_thread": 500,
+             "lifecycle_writes": 2000},
 }
 
 
@@ -78,6 +80,17 @@ def main() -> int:
         print("   ", line)
     figures["load"] = {k: (len(v) if isinstance(v, list) else v) for k, v in load.items()}
     failed |= bool(load["errors"] or load["inconsistent"])
+
+    t0 = time.perf_counter()
+    life = run_lifecycle(p["lifecycle_writes"], seed=args.seed)
+    print(f"lifecycle: {life['writes']} writes, {life['interrupted']} interrupted by KeyboardInterrupt and rolled back, "
+          f"{life['documents']} documents, fork refused in the child: {life.get('fork_checked', False)}, "
+          f"500 short-lived threads: fd growth {life['fd_growth']}, close() under {p['threads']} readers: "
+          f"{life['close_under_load']}; {len(life['problems'])} problems ({time.perf_counter() - t0:.0f} s)")
+    for line in life["problems"][:10]:
+        print("   ", line)
+    figures["lifecycle"] = {k: (len(v) if k == "problems" else v) for k, v in life.items()}
+    failed |= bool(life["problems"])
 
     out = REPO / "benchmarks" / "results" / f"soak_{profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,9 @@ def test_no_document_leaves_its_scope_on_any_leg_or_framework() -> None:
     result = run_scope_isolation(n_queries=320, seed=3)
     assert result["leaks"] == []
     assert result["queries"] == 320
-    assert result["nonempty"] > 250  # the scopes are not trivially empty: the property is really exercised
+    # The scopes are not trivially empty: the property is really exercised. (About 3 in 10 scopes ask for a
+    # numeric-looking string such as "042" that only documents carrying that exact string may match.)
+    assert result["nonempty"] > 200
 
 
 _CORPUS = scope_corpus(random.Random(5), 150, 6)
