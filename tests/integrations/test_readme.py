@@ -21,7 +21,7 @@ def _block_after(heading: str) -> str:
 @pytest.mark.slow  # the real MiniLM
 def test_the_llamaindex_quickstart_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, object] = {}
-    exec(compile(_block_after("## Quickstart: LlamaIndex"), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(_block_after("## Quickstart: LlamaIndex"), "README.md", "exec"), namespace)
     nodes = namespace["nodes"]
     assert [n.node.node_id for n in nodes][:1] == ["m1"]  # type: ignore[attr-defined]
     assert "m1" not in {n.node.node_id for n in namespace["scoped"].retrieve("uploads")}  # type: ignore[attr-defined]
