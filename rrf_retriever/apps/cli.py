@@ -15,7 +15,7 @@ import json
 import math
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ try:
     import typer
     from rich.markup import escape as rich_escape
     from rich.table import Table
+    from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from rrf_retriever.errors import missing_dependency
 
@@ -30,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from rrf_retriever.apps.console import (
     UsageError,
+    check_beir_files,
     console,
     err_console,
     hits_table,
@@ -38,16 +40,69 @@ from rrf_retriever.apps.console import (
     progress_bar,
     trace_table,
 )
+from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.scope import parse_filter_values
+from rrf_retriever.scope import normalize_filter, parse_filter_item
 from rrf_retriever.validate import check_number
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]
 
 EXIT_USAGE = 2
 
-app = typer.Typer(
+class _Command(TyperCommand):
+    """A command whose help reads like a CLI's: a flag shows no ``<bool>`` type, an argument is ``QUERY`` in the
+    usage line (typer's default spells flags ``--json <bool>`` and required arguments ``{query}``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            self._tidy(param)
+
+    @staticmethod
+    def _tidy(param: Any) -> None:
+        if isinstance(param, TyperOption) and param.is_flag:
+            param.metavar = ""  # shown instead of the type; a flag takes no value
+        elif isinstance(param, TyperArgument) and param.metavar is None:
+            param.metavar = (param.name or "arg").upper()
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            self._tidy(option)
+        return option
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.metavar or (param.name or "arg").upper()
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+class _Group(TyperGroup):
+    """The app itself: its ``--help`` flag shows no ``<bool>`` either."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            _Command._tidy(option)
+        return option
+
+
+class _Typer(typer.Typer):
+    """Every command of this app is a :class:`_Command` unless it names its own class."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", _Command)
+        return super().command(*args, **kwargs)
+
+
+app = _Typer(
     name="rrf-retriever",
+    cls=_Group,
     help="Hybrid retrieval (Qdrant dense + SQLite FTS5 keyword) fused with weighted Reciprocal Rank Fusion.",
     no_args_is_help=True,
     add_completion=False,
@@ -63,37 +118,49 @@ def _user_errors() -> Iterator[None]:
     try:
         yield
     except (UsageError, RRFRetrieverError, OSError) as exc:
-        err_console.print(f"[red]error:[/red] {rich_escape(str(exc))}", highlight=False)
+        err_console.print(f"[red]error:[/red] {rich_escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
 # ---- input parsing -----------------------------------------------------------------------------------------
 
 
-def parse_filters(items: Sequence[str] | None) -> dict[str, Any] | None:
+def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -> dict[str, Any] | None:
     """``["session_id=1,2", "lang=en"]`` -> ``{"session_id": [1, 2], "lang": "en"}``.
 
-    A comma list means any-of; integers are parsed; a repeated key adds to its values.
+    Each item is ``key=value``; ``key=v1,v2`` means any of them; a repeated key adds to its values. A plain value is
+    an integer if it parses, else a string; ``key:str=42`` asks for the string "42" (a numeric-string id),
+    ``key:int=7`` and ``key:bool=true`` for those types. ``filter_json`` is a JSON object in the filter language
+    (``'{"session_id": ["42"]}'``), combined with the items (a key in both is an error). An empty value list
+    (``key=``) is an error, not "no filter".
 
     Example:
-        >>> parse_filters(["session_id=1,2", "lang=en"])
-        {'session_id': [1, 2], 'lang': 'en'}
+        >>> parse_filters(["session_id=1,2", "lang=en", "id:str=42"])
+        {'session_id': [1, 2], 'lang': 'en', 'id': '42'}
     """
-    if not items:
-        return None
-    out: dict[str, list[str | int]] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not raw.strip():
-            msg = f"bad filter {item!r}: write key=value, or key=v1,v2 for any of several values"
-            raise UsageError(msg)
-        values = parse_filter_values(raw)
-        if not values:
-            msg = f"bad filter {item!r}: no value after '='"
-            raise UsageError(msg)
+    out: dict[str, list[Any]] = {}
+    for item in items or ():
+        key, values = parse_filter_item(item)
         out.setdefault(key, []).extend(values)
-    return {key: values[0] if len(values) == 1 else values for key, values in out.items()}
+    flt: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in out.items()}
+    if filter_json is not None:
+        try:
+            given = json.loads(filter_json)
+        except json.JSONDecodeError as exc:
+            msg = f"--filter-json is not valid JSON ({exc.msg} at character {exc.pos})"
+            raise UsageError(msg) from None
+        if not isinstance(given, dict):
+            msg = f"--filter-json must be a JSON object such as '{{\"session_id\": [\"42\"]}}', not {given!r}"
+            raise UsageError(msg)
+        twice = sorted(set(given) & set(flt))
+        if twice:
+            msg = f"filter key(s) {twice} given twice (in --filter-json and --filter)"
+            raise UsageError(msg)
+        flt = {**given, **flt}
+    if not flt:
+        return None
+    normalize_filter(flt)  # a malformed filter fails here, in one line, before the index is opened
+    return flt
 
 
 def _weights(semantic: float | None, keyword: float | None) -> dict[str, float] | None:
@@ -113,27 +180,35 @@ def _weights(semantic: float | None, keyword: float | None) -> dict[str, float] 
 
 # ---- commands ----------------------------------------------------------------------------------------------
 
+_DENSE_WEIGHT_HELP = f"Weight of the dense leg (default {DEFAULT_LEG_WEIGHTS['dense']:g})."
+_KEYWORD_WEIGHT_HELP = f"Weight of the keyword leg (default {DEFAULT_LEG_WEIGHTS['keyword']:g})."
 IndexDir = typer.Option(..., "--index-dir", "-d", help="The index directory.", show_default=False)
 
 
 @app.command("index")
 def index_command(
-    path: Path = typer.Argument(..., help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata}, "
-                                          "or a folder of .txt/.md files.", show_default=False),
+    path: Path = typer.Argument(..., metavar="PATH", show_default=False,
+                                help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata} lines, or a "
+                                     "folder of .txt/.md files (a markdown file's first '# heading' is its title)."),
     index_dir: Path = IndexDir,
     embedder: str | None = typer.Option(
         None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index) or 'hashing[:dim]' "
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
-    from rrf_retriever.layout import close_engine, create_index, save_manifest
+    from rrf_retriever.layout import close_engine, create_index, refresh_manifest, save_manifest
 
     with _user_errors():
-        total, docs = iter_documents(path)
+        total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
         engine = create_index(index_dir, embedder=embedder)
         try:
             done, _ = index_documents(engine, total, docs)
             manifest = save_manifest(index_dir, engine)
+        except BaseException:
+            # Interrupted (Ctrl-C, a bad document): the manifest still counts what the stores really hold.
+            with suppress(Exception):
+                refresh_manifest(index_dir, engine)
+            raise
         finally:
             close_engine(engine)
     console.print(f"indexed {done} document(s) from {path}; {index_dir} now holds {manifest['doc_count']} "
@@ -142,16 +217,22 @@ def index_command(
 
 @app.command("search")
 def search_command(
-    query: str = typer.Argument(..., help="The query text.", show_default=False),
+    query: str = typer.Argument(..., metavar="QUERY", help="The query text.", show_default=False),
     index_dir: Path = IndexDir,
     top_k: int = typer.Option(10, "--top-k", "-k", help="Number of results."),
     filter_: list[str] | None = typer.Option(
-        None, "--filter", "-f", help="key=value metadata filter; repeatable; key=v1,v2 means any of them."),
-    exclude: list[str] | None = typer.Option(None, "--exclude", help="A document id never to return; "
-                                                                        "repeatable."),
-    semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
-    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1.25)."),
-    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 2)."),
+        None, "--filter", "-f", metavar="KEY[:TYPE]=VALUES",
+        help="Metadata filter; repeatable (every key must match). key=v1,v2 means any of them. A plain value is an "
+             "integer if it parses, else a string: write key:str=42 for the string '42' (key:int=, key:bool=true "
+             "also work). key= with no value is an error."),
+    filter_json: str | None = typer.Option(
+        None, "--filter-json", metavar="JSON",
+        help='The filter as a JSON object, exactly typed: \'{"session_id": ["42"]}\'. Combines with --filter.'),
+    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="ID",
+                                             help="A document id never to return; repeatable."),
+    semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
+    keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
+    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
     explain: bool = typer.Option(False, "--explain", help="Show raw leg scores and the per-leg trace."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
@@ -163,7 +244,7 @@ def search_command(
         if rrf_k is not None and (not math.isfinite(rrf_k) or rrf_k < 0):
             msg = f"--rrf-k must be a finite number >= 0, got {rrf_k}"
             raise UsageError(msg)
-        flt = parse_filters(filter_)
+        flt = parse_filters(filter_, filter_json)
         engine = open_index(index_dir)
         try:
             if rrf_k is not None:
@@ -186,19 +267,19 @@ def search_command(
 
 @app.command("eval")
 def eval_command(
-    data: Path = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).",
-                                show_default=False),
+    data: Path = typer.Argument(..., metavar="BEIR_DIR", show_default=False,
+                                help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)."),
     index_dir: Path = IndexDir,
     split: str = typer.Option("test", help="The qrels split."),
     max_queries: int | None = typer.Option(None, help="Evaluate only the first N queries."),
     embedder: str | None = typer.Option(None, help="Embedder if the index must be built first "
                                                       "(default minilm)."),
-    semantic_weight: float | None = typer.Option(None, help="Weight of the dense leg (default 1)."),
-    keyword_weight: float | None = typer.Option(None, help="Weight of the keyword leg (default 1.25)."),
-    rrf_k: float | None = typer.Option(None, help="The RRF constant k (default 2)."),
+    semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
+    keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
+    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
     keep_self_matches: bool = typer.Option(
-        False, help="Keep a retrieved document whose id equals the query id (default: drop it, as BEIR does "
-                    "for ArguAna)."),
+        False, "--keep-self-matches", help="Keep a retrieved document whose id equals the query id (default: drop "
+                                           "it, as BEIR does for ArguAna)."),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
     """Evaluate hybrid retrieval on a BEIR folder: nDCG@10, Recall@100, MRR@10.
@@ -206,27 +287,35 @@ def eval_command(
     If --index-dir holds no index yet, the folder's corpus is indexed into it first.
     """
     from rrf_retriever.evaluation import evaluate, load_beir
-    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, save_manifest
+    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, refresh_manifest
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
         if max_queries is not None and max_queries < 1:
             msg = f"--max-queries must be >= 1, got {max_queries}"
             raise UsageError(msg)
-        dataset = load_beir(data, split=split)
+        check_beir_files(data, split)
+        total, docs = iter_documents(data)  # checks corpus.jsonl line by line
+        try:
+            dataset = load_beir(data, split=split)
+        except (ValueError, KeyError, IndexError) as exc:  # what check_beir_files did not foresee
+            msg = f"cannot read the BEIR folder {data}: {type(exc).__name__}: {exc}"
+            raise UsageError(msg) from None
         if not (index_dir / MANIFEST_FILE).exists():
-            total, docs = iter_documents(data)
             engine = create_index(index_dir, embedder=embedder)
             try:
                 index_documents(engine, total, docs, f"indexing {dataset.name}")
-                save_manifest(index_dir, engine)
             finally:
+                with suppress(Exception):
+                    refresh_manifest(index_dir, engine)
                 close_engine(engine)
         engine = open_index(index_dir)
         try:
             if rrf_k is not None:
                 engine.update_settings(rrf_k=rrf_k)
             queries = list(dataset.queries.items())[:max_queries]
+            qrels = {qid: dataset.qrels[qid] for qid, _ in queries}
+            _check_judged_documents(engine, qrels, index_dir)
             run: dict[str, dict[str, float]] = {}
             with progress_bar() as progress:
                 task = progress.add_task("searching", total=len(queries))
@@ -236,7 +325,6 @@ def eval_command(
                     progress.update(task, advance=1)
         finally:
             close_engine(engine)
-        qrels = {qid: dataset.qrels[qid] for qid, _ in queries}
         metrics = evaluate(run, qrels, ignore_identical_ids=not keep_self_matches)
     if as_json:
         sys.stdout.write(json.dumps({"dataset": dataset.name, "split": split, "queries": len(queries),
@@ -249,17 +337,45 @@ def eval_command(
     console.print(table)
 
 
+def _check_judged_documents(engine: Any, qrels: dict[str, dict[str, int]], index_dir: Path) -> None:
+    """Refuse an index holding none of the judged documents (every metric would be a silent 0.0); warn when some
+    are missing (their queries can only score lower)."""
+    judged = sorted({doc_id for docs in qrels.values() for doc_id, grade in docs.items() if grade > 0})
+    if not judged:
+        msg = "the qrels judge no document relevant (every score is 0): nothing to evaluate"
+        raise UsageError(msg)
+    found: set[str] = set()
+    for start in range(0, len(judged), 1000):
+        found.update(r.id for r in engine.get(judged[start:start + 1000]))
+    if not found:
+        shown = ", ".join(judged[:3]) + (", ..." if len(judged) > 3 else "")
+        msg = (f"none of the {len(judged)} judged document ids ({shown}) is in the index at {index_dir}: was it "
+               "built from another corpus? Use a new --index-dir to index this folder's corpus")
+        raise UsageError(msg)
+    if len(found) < len(judged):
+        err_console.print(f"[yellow]warning:[/yellow] only {len(found)} of {len(judged)} judged documents are in "
+                          f"the index at {rich_escape(str(index_dir))}; the metrics undercount", highlight=False,
+                          soft_wrap=True)
+
+
 @app.command("serve")
 def serve_command(
     index_dir: Path = IndexDir,
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="Port."),
+    api_key: str | None = typer.Option(None, envvar="RRF_RETRIEVER_API_KEY", show_default=False, metavar="KEY",
+                                       help="Require 'Authorization: Bearer KEY' on every route but /health."),
+    allowed_host: list[str] | None = typer.Option(None, "--allowed-host", show_default=False, metavar="HOST",
+                                                  help="A Host header to accept besides localhost, 127.0.0.1, ::1 "
+                                                       "and the bound host (repeatable; '*.x.org', '*' = any)."),
+    max_body: int | None = typer.Option(None, show_default=False, metavar="BYTES",
+                                        help="Largest request body in bytes (default 1 MiB); larger is a 413."),
 ) -> None:
-    """Serve GET/PATCH /settings, GET /search and GET /health over an index (extra: server)."""
+    """Serve /settings, /search (GET and POST), /documents (POST, DELETE) and /health over an index (extra: server)."""
     from rrf_retriever.layout import close_engine, open_index
 
     with _user_errors():
-        from rrf_retriever.apps.service import create_app
+        from rrf_retriever.apps.service import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, create_app
 
         try:
             import uvicorn
@@ -267,18 +383,31 @@ def serve_command(
             from rrf_retriever.errors import missing_dependency
 
             raise missing_dependency("uvicorn", "server", "rrf-retriever serve") from exc
+        bound = [] if host in ("0.0.0.0", "::", "") else [host]  # a wildcard address is no Host name
+        hosts = [*DEFAULT_ALLOWED_HOSTS, *bound, *(allowed_host or [])]
         engine = open_index(index_dir)
+        try:
+            service = create_app(engine, api_key=api_key, allowed_hosts=hosts, index_path=index_dir,
+                                 max_body=DEFAULT_MAX_BODY if max_body is None else max_body)
+        except BaseException:
+            close_engine(engine)
+            raise
+    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        err_console.print(f"[yellow]warning:[/yellow] serving on {rich_escape(host)} without --api-key",
+                          highlight=False)
     try:
-        uvicorn.run(create_app(engine), host=host, port=port)
+        uvicorn.run(service, host=host, port=port)
     finally:
         close_engine(engine)
 
 
 @app.command("demo")
 def demo_command(
-    index_dir: Path | None = typer.Option(None, "--index-dir", help="Where the demo index is cached "
-                                                                       "(default: .cache/demo-index)."),
-    rebuild: bool = typer.Option(False, help="Rebuild the demo index even if it is up to date."),
+    index_dir: Path | None = typer.Option(
+        None, "--index-dir", "-d", metavar="PATH",
+        help="Where the demo index is cached (default: $RRF_RETRIEVER_CACHE_DIR/demo-index, else "
+             "~/.cache/rrf-retriever/demo-index)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the demo index even if it is up to date."),
 ) -> None:
     """The main job: index the shipped demo corpus offline and show hybrid results, ranks and weights."""
     from rrf_retriever.apps.demo import run_demo

@@ -27,8 +27,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "rich", "cli", "the rrf-retriever command") from exc
 
-__all__ = ["UsageError", "console", "err_console", "hits_table", "index_documents", "iter_documents", "progress_bar",
-           "trace_table"]
+__all__ = ["UsageError", "check_beir_files", "console", "err_console", "hits_table", "index_documents",
+           "iter_documents", "markdown_title", "progress_bar", "trace_table"]
 
 BATCH = 256
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
@@ -40,8 +40,9 @@ class UsageError(Exception):
     """A user mistake the CLI reports in one line (exit code 2)."""
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """Rows of a BEIR corpus.jsonl (``_id``, ``title``, ``text``) or of a ``{id, text, metadata}`` jsonl."""
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+    """``(line number, id, text, metadata)`` of a BEIR corpus.jsonl (``_id``, ``title``, ``text``) or of an
+    ``{id, text, metadata}`` jsonl; a bad line is a :class:`UsageError` naming it."""
     from rrf_retriever.evaluation import doc_text
 
     with path.open(encoding="utf-8") as fh:
@@ -64,13 +65,47 @@ def _read_jsonl(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
             metadata = dict(metadata)
             if row.get("title"):
                 metadata.setdefault("title", row["title"])
-            yield str(doc_id), doc_text(row), metadata
+            yield line_no, str(doc_id), doc_text(row), metadata
+
+
+def _check_jsonl(path: Path) -> int:
+    """Read the whole file once before anything is written: every line valid, every id once. Returns the count."""
+    first_line: dict[str, int] = {}
+    for line_no, doc_id, _, _ in _jsonl_rows(path):
+        seen = first_line.setdefault(doc_id, line_no)
+        if seen != line_no:
+            msg = f"{path}:{line_no}: duplicate id {doc_id!r} (first on line {seen}); ids must be unique"
+            raise UsageError(msg)
+    return len(first_line)
+
+
+def markdown_title(text: str) -> str | None:
+    r"""The first level-1 ATX heading (``# Title``) of a markdown text, outside code fences; None if none.
+
+    Example:
+        >>> markdown_title("intro\n```\n# code\n```\n# Backups #\n## Details")
+        'Backups'
+    """
+    fence = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        marker = stripped[:3]
+        if marker in ("```", "~~~"):
+            fence = None if fence == marker else (fence or marker)
+            continue
+        if fence is None and len(line) - len(line.lstrip(" ")) < 4 and stripped.startswith("# "):
+            title = stripped[2:].strip().rstrip("#").strip()
+            if title:
+                return title
+    return None
 
 
 def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, Any]]]]:
     """The documents under ``path``: a jsonl file, a BEIR folder (its corpus.jsonl), or a folder of text files.
 
-    Text files (.txt, .md, .markdown, .rst) get their relative path as id and ``{"path": ...}`` as metadata.
+    A jsonl is checked whole first (valid lines, no duplicate id: the error names both lines), so a bad file writes
+    nothing. Text files (.txt, .md, .markdown, .rst) get their relative path as id and ``{"path": ...}`` as
+    metadata; a markdown file's first ``# heading`` is also its ``title`` (the keyword store's title field).
 
     Returns:
         (number of documents, iterator of (id, text, metadata)).
@@ -84,9 +119,8 @@ def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, 
         if path.suffix != ".jsonl":
             msg = f"{path}: expected a .jsonl file (BEIR corpus or {{id, text, metadata}} lines) or a folder"
             raise UsageError(msg)
-        with path.open(encoding="utf-8") as fh:
-            total = sum(1 for line in fh if line.strip())
-        return total, _read_jsonl(path)
+        total = _check_jsonl(path)
+        return total, ((doc_id, text, metadata) for _, doc_id, text, metadata in _jsonl_rows(path))
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
     if not files:
         msg = f"{path}: no .jsonl corpus and no {', '.join(TEXT_SUFFIXES)} files in this folder"
@@ -95,9 +129,61 @@ def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, 
     def read() -> Iterator[tuple[str, str, dict[str, Any]]]:
         for f in files:
             rel = f.relative_to(path).as_posix()
-            yield rel, f.read_text(encoding="utf-8", errors="replace"), {"path": rel}
+            text = f.read_text(encoding="utf-8", errors="replace")
+            metadata: dict[str, Any] = {"path": rel}
+            if f.suffix.lower() in (".md", ".markdown"):
+                title = markdown_title(text)
+                if title:
+                    metadata["title"] = title
+            yield rel, text, metadata
 
     return len(files), read()
+
+
+def check_beir_files(root: Path, split: str) -> None:
+    """Check a BEIR folder's queries.jsonl and qrels/<split>.tsv line by line (the corpus is checked when it is
+    indexed), so a bad file is one :class:`UsageError` naming file and line, never a traceback."""
+    queries_file, qrels_file = root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
+    for f in (root / "corpus.jsonl", queries_file, qrels_file):
+        if not f.is_file():
+            msg = f"not a BEIR folder: {f} is missing"
+            raise UsageError(msg)
+    query_ids: set[str] = set()
+    try:
+        with queries_file.open(encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    msg = f"{queries_file}:{line_no}: not valid JSON ({exc.msg})"
+                    raise UsageError(msg) from None
+                if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
+                    msg = f"{queries_file}:{line_no}: each line needs an '_id' and a 'text' string"
+                    raise UsageError(msg)
+                query_ids.add(str(row["_id"]))
+        judged = set()
+        with qrels_file.open(encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                cells = line.rstrip("\r\n").split("\t")
+                if not line.strip() or (line_no == 1 and cells[0] == "query-id"):
+                    continue
+                if len(cells) < 3:
+                    msg = f"{qrels_file}:{line_no}: expected 3 tab-separated columns (query-id, corpus-id, score)"
+                    raise UsageError(msg)
+                try:
+                    int(cells[2])
+                except ValueError:
+                    msg = f"{qrels_file}:{line_no}: the score {cells[2]!r} is not an integer"
+                    raise UsageError(msg) from None
+                judged.add(cells[0])
+    except UnicodeDecodeError as exc:
+        msg = f"{root}: a BEIR file is not UTF-8 ({exc})"
+        raise UsageError(msg) from None
+    if not judged & query_ids:
+        msg = f"{qrels_file}: no query of the qrels is in {queries_file.name} (nothing to evaluate)"
+        raise UsageError(msg)
 
 
 def progress_bar() -> Progress:

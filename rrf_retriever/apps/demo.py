@@ -143,6 +143,37 @@ def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any)
     return engine, False, time.perf_counter() - t0
 
 
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _missing_relevant(engine: Any, q: DemoQuery, shown: list[str]) -> list[str]:
+    """Where each relevant document the hybrid table leaves out stands in the fused list (so a 'why' that names
+    its rank can be checked against the screen)."""
+    missing = sorted(q.relevant - set(shown))
+    if not missing:
+        return []
+    # The same fusion as the table (each leg fetches as deep as for top_k=TOP_K), listed further down.
+    before = engine.settings.fetch_k
+    depth = engine.settings.effective_fetch_k(TOP_K)
+    engine.update_settings(fetch_k=depth)
+    try:
+        deeper = engine.search(q.query, top_k=depth, filter=q.filter, weights=MODES["hybrid"])
+    finally:
+        engine.update_settings(fetch_k=before)
+    lines = []
+    for doc_id in missing:
+        if doc_id in deeper.ids:
+            hit = deeper.hits[deeper.ids.index(doc_id)]
+            legs = ", ".join(f"{leg} rank {rank}" for leg, rank in sorted(hit.ranks.items()))
+            lines.append(f"not shown: {doc_id} is {_ordinal(deeper.ids.index(doc_id) + 1)} in the fused list "
+                         f"({legs})")
+        else:
+            lines.append(f"not shown: {doc_id} is not in the fused list (neither leg's top {depth})")
+    return lines
+
+
 def _weight_zero_example(engine: Any, queries: list[DemoQuery]) -> tuple[DemoQuery, Any, Any, str] | None:
     """A query whose hybrid top results hold a document only the keyword leg found (a relevant one first)."""
     best = None
@@ -220,8 +251,11 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
                 top1[mode].append(first)
                 wins[mode] += first in q.relevant
             marks = "  ".join(f"{mode} {'✔' if top1[mode][-1] in q.relevant else '✘'}" for mode in MODES)
-            title = f"[bold]{n}. {escape(q.query)}[/bold]   top-1: {marks}"
+            scope = f"   filter={escape(str(q.filter))}" if q.filter else ""
+            title = f"[bold]{n}. {escape(q.query)}[/bold]{scope}   top-1: {marks}"
             console.print(hits_table(results["hybrid"].hits, explain=False, relevant=q.relevant, title=title))
+            for line in _missing_relevant(engine, q, results["hybrid"].ids):
+                console.print(f"   [dim]{escape(line)}[/dim]", highlight=False)
             if q.why:
                 console.print(f"   [dim]why: {escape(q.why)}[/dim]")
             console.print()

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store
+from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store, open_stores, refresh_manifest
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
 
@@ -223,10 +223,10 @@ class RetrieverCore:
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         ids: Sequence[str] | None = None,
         *,
-        keyword: str | Any = "fts5",
-        dense: str | Any = "qdrant-edge",
+        keyword: str | Any = None,
+        dense: str | Any = None,
         path: str | Path | None = None,
-        collection_name: str = "rrf_retriever",
+        collection_name: str | None = None,
         **kwargs: Any,
     ) -> Any:
         """Build the embedded default stack and index ``texts``.
@@ -235,25 +235,46 @@ class RetrieverCore:
             texts: The documents.
             embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
             metadatas: One mapping per text (optional).
-            ids: One id per text (default: derived from the text and metadata, so re-running the same script upserts
-                instead of duplicating; see :func:`content_ids`).
-            keyword: ``"fts5"`` (default, SQLite FTS5), ``"bm25"`` (in memory) or a keyword store.
-            dense: ``"qdrant-edge"`` (default: Qdrant's in-process engine, in ``path`` or a temporary folder;
-                exact search ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or
-                ``path``; comfortable below ~20k points) or any dense store (e.g. a server by URL).
-            path: A folder for persistent stores (``keyword.sqlite3``, ``qdrant-edge/`` and the write-ahead journal
-                ``journal.sqlite3``: the layout of a CLI index directory); None keeps all in memory.
-            collection_name: The Qdrant collection name.
+            ids: One id per text. Default: derived from the text and its metadata (:func:`content_ids`), so running
+                the same script twice updates the same documents instead of adding copies.
+            keyword: ``"fts5"`` (SQLite FTS5), ``"bm25"`` (in memory; saved in ``path`` after every write) or a
+                keyword store. Default: the index's own kind at ``path``, else ``"fts5"``.
+            dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; exact search
+                ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or ``path``;
+                comfortable below ~20k points) or any dense store (e.g. a server by URL). Default: the index's own
+                kind at ``path``, else ``"qdrant-edge"``.
+            path: An index directory, the same layout the ``rrf-retriever`` CLI uses (manifest ``rrf-index.json``,
+                the stores, the write-ahead journal; see :mod:`rrf_retriever.layout`): created if missing, reopened
+                if it exists. Its manifest decides: another store kind, collection, embedder or embedding dimension
+                than the index's is an :class:`~rrf_retriever.layout.IndexDirectoryError`. None keeps all in memory.
+            collection_name: The Qdrant collection name (default ``"rrf_retriever"``, or the index's).
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        if path is not None and "journal" not in kwargs:
-            Path(path).mkdir(parents=True, exist_ok=True)
-            kwargs["journal"] = Path(path) / JOURNAL_FILE
-        dense_store = make_dense_store(dense, embedding, path, collection_name) if isinstance(dense, str) else dense
-        keyword_store = make_keyword_store(keyword, path) if isinstance(keyword, str) else keyword
-        retriever = cls(dense=dense_store, keyword=keyword_store, **kwargs)
-        if texts:
-            retriever.add_texts(texts, metadatas=metadatas, ids=ids)
+        stores = None
+        if path is None:
+            keyword, dense = keyword or "fts5", dense or "qdrant-edge"
+            dense_store = (make_dense_store(dense, embedding, None, collection_name or "rrf_retriever")
+                           if isinstance(dense, str) else dense)
+            keyword_store = make_keyword_store(keyword, None) if isinstance(keyword, str) else keyword
+        else:
+            stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name)
+            dense_store, keyword_store = stores.dense, stores.keyword
+            kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
+        try:
+            retriever = cls(dense=dense_store, keyword=keyword_store, **kwargs)
+        except BaseException:
+            if stores is not None:
+                stores.close()
+            raise
+        try:
+            if texts:
+                retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
+            if stores is not None:
+                refresh_manifest(stores.root, retriever.engine)
+        except BaseException:
+            if stores is not None:  # release the index (its locks) rather than leave it to the garbage collector
+                retriever.close()
+            raise
         return retriever
 
     @classmethod
@@ -373,6 +394,23 @@ class RetrieverCore:
         for side in self._sides:
             side_kwargs.update(side._side_kwargs(self))  # type: ignore[arg-type]
         return type(self)(engine=self.engine, search_kwargs=merged, **side_kwargs)  # type: ignore[attr-defined]
+
+    # ---- tuning -----------------------------------------------------------------------------------------
+
+    def tune(self, queries: Mapping[str, Any], qrels: Mapping[str, Mapping[str, int]], metric: str = "ndcg@10",
+             folds: int = 5, **kwargs: Any) -> Any:
+        """Fit ``rrf_k``, weights, fusion and fetch depth to judged queries by k-fold cross-validation; apply (and,
+        for an index directory, save in its manifest) the best setting only if its gain is significant (paired
+        bootstrap 95% CI above 0). Returns a :class:`~rrf_retriever.tuning.TuneReport`; see
+        :func:`rrf_retriever.tuning.tune` for the keywords (``grid``, ``apply``, ``index_dir``, ``seed``, ...).
+
+        Example:
+            >>> from rrf_retriever.tuning import load_judged_queries  # doctest: +SKIP
+            >>> print(retriever.tune(*load_judged_queries(), metric="ndcg@10", folds=5))  # doctest: +SKIP
+        """
+        from rrf_retriever.tuning import tune
+
+        return tune(self.engine, queries, qrels, metric, folds, **kwargs)  # type: ignore[attr-defined]
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 

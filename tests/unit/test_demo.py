@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from rrf_retriever.apps.demo import load_demo_queries, run_demo
-
 
 # The demo embeds its corpus with the real MiniLM: slow for the inner loop, part of `make test`.
 pytestmark = pytest.mark.slow
@@ -68,3 +69,46 @@ def test_a_changed_corpus_or_foreign_folder_is_not_reused(tmp_path: Path) -> Non
     with pytest.raises(InvalidArgumentError, match="not an rrf-retriever index"):
         run_demo(index_dir=foreign, console=Console(file=io.StringIO()))
     assert (foreign / "notes.txt").read_text() == "not an index"
+
+
+def fused_rank(engine: Any, query: str, doc_id: str, **kwargs: Any) -> tuple[int | None, dict[str, int]]:
+    """Rank in the fused list the demo's tables show (top_k=20: each leg fetches 40, as for the tables' top 5)."""
+    result = engine.search(query, top_k=20, **kwargs)
+    if doc_id not in result.ids:
+        return None, {}
+    return result.ids.index(doc_id) + 1, dict(result.hits[result.ids.index(doc_id)].ranks)
+
+
+def test_the_why_texts_say_what_the_tables_show(demo_run: tuple) -> None:
+    """Each number a 'why' states is what the demo computes (with the shipped defaults)."""
+    from rrf_retriever.layout import close_engine, open_index
+
+    first, text, _, _ = demo_run
+    queries = {q.query: q for q in load_demo_queries()}
+    engine = open_index(first.index_dir)
+    try:
+        q = queries["thief took my computer"]  # 5: the weights matter
+        assert fused_rank(engine, q.query, "doc-device-revoke") == (9, {"dense": 1})
+        assert "9th" in q.why and "1st" in q.why
+        assert engine.search(q.query, top_k=1, weights={"keyword": 0.0}).ids == ["doc-device-revoke"]
+        assert fused_rank(engine, q.query, "doc-device-revoke", weights={"dense": 1.0, "keyword": 1.0})[0] == 3
+        assert "3rd" in q.why
+
+        q = queries["certificate pin mismatch"]  # 8: its table is the filtered one
+        assert fused_rank(engine, q.query, "tkt-2620", filter=q.filter) == (1, {"dense": 1, "keyword": 1})
+        assert fused_rank(engine, q.query, "tkt-2620")[0] == 4 and "4th" in q.why
+        assert "this table" in q.why.lower()
+
+        q = queries["hub restored from an old backup, agents stuck"]  # 6: rrf_k
+        assert fused_rank(engine, q.query, "tkt-2304") == (1, {"dense": 8, "keyword": 6})
+        engine.update_settings(rrf_k=2)
+        assert fused_rank(engine, q.query, "tkt-2304")[0] == 5 and "5th" in q.why
+        engine.update_settings(rrf_k=60)
+
+        q = queries["E4107"]  # 2: the dense leg does find the ticket, far down
+        assert fused_rank(engine, q.query, "tkt-2424")[1] == {"dense": 23, "keyword": 1} and "23rd" in q.why
+    finally:
+        close_engine(engine)
+    # The filtered query's table says it is filtered, and a relevant document missing from a table is located.
+    assert re.search(r"8\. certificate pin mismatch\s.*filter", text)
+    assert re.search(r"doc-device-revoke.*9th", " ".join(text.split()))

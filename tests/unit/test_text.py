@@ -147,9 +147,9 @@ def test_match_query_rejects_non_strings_with_our_error() -> None:
 
 @given(st.text())
 def test_match_query_round_trips_to_the_analyzer_terms(text: str) -> None:
-    """Property: parsing the MATCH string back gives exactly the analyzer's terms (nothing else got in)."""
+    """Property: parsing the MATCH string back gives exactly the analyzer's query terms (nothing else got in)."""
     query = build_match_query(text)
-    terms = Analyzer().terms(text)[:256]
+    terms = Analyzer().query_terms(text)[:256]
     if query is None:
         assert terms == []
         return

@@ -156,3 +156,58 @@ def test_returned_metadata_is_a_copy() -> None:
     hit = store.search("alpha", 1)[0]
     hit.metadata["tags"].append("mutated")
     assert store.get(["a"])[0].metadata == {"tags": ["x"]}
+
+
+# ---- a store given a directory persists every write ------------------------------------------------------------
+
+
+def test_a_store_with_a_path_saves_each_write_and_reloads_on_open(tmp_path: Path) -> None:
+    store = BM25KeywordStore(path=tmp_path / "kw")
+    store.add(IDS, TEXTS, [{"i": i} for i in range(len(IDS))])
+    store.delete(["d7"])
+    expected = [(h.id, h.score) for h in store.search("dense search vectors", 5)]
+    store.close()
+    reopened = BM25KeywordStore(path=tmp_path / "kw")
+    assert reopened.count() == len(IDS) - 1
+    assert [(h.id, h.score) for h in reopened.search("dense search vectors", 5)] == expected
+    assert reopened.get(["d0"])[0].metadata == {"i": 0}
+    reopened.close()
+
+
+def test_a_persistent_store_is_held_by_one_opener(tmp_path: Path) -> None:
+    from rrf_retriever.errors import StoreLockedError
+
+    first = BM25KeywordStore(path=tmp_path / "kw")
+    with pytest.raises(StoreLockedError):
+        BM25KeywordStore(path=tmp_path / "kw")
+    first.close()
+    BM25KeywordStore(path=tmp_path / "kw").close()  # released on close
+
+
+def test_a_failed_save_keeps_the_previous_snapshot_and_the_memory_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BM25KeywordStore(path=tmp_path / "kw")
+    store.add(["a"], ["first document"])
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "save", broken)  # dies half way through writing the new snapshot
+    with pytest.raises(StoreError, match="disk full"):
+        store.add(["b"], ["second document"])
+    monkeypatch.undo()
+    assert store.count() == 1  # memory equals disk: the engine rolls the other legs back on this error
+    store.close()
+    reopened = BM25KeywordStore(path=tmp_path / "kw")
+    assert [r.id for r in reopened.get(["a", "b"])] == ["a"]
+    reopened.add(["c"], ["third"])
+    reopened.close()
+    # Only the current snapshot is left behind (no half-written one).
+    assert len([p for p in (tmp_path / "kw").iterdir() if p.is_dir()]) == 1
+
+
+def test_a_persistent_store_refuses_other_settings_than_its_files(tmp_path: Path) -> None:
+    BM25KeywordStore(path=tmp_path / "kw", engine="rank_bm25").close()
+    with pytest.raises(InvalidArgumentError, match="rank_bm25"):
+        BM25KeywordStore(path=tmp_path / "kw", engine="bm25s")
