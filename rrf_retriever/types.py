@@ -46,6 +46,8 @@ class FusedHit:
         score: The fused score.
         ranks: ``{source: 1-based rank}`` for every source with weight > 0 that returned the document.
         scores: ``{source: raw score}`` for the same sources.
+        normalized_score: ``score`` divided by the best score the query's active weights and ``rrf_k`` allow
+            (1.0 = first in every active leg); set by the engine, 0.0 straight out of a fusion function.
     """
 
     id: str
@@ -54,6 +56,7 @@ class FusedHit:
     score: float
     ranks: Mapping[str, int]
     scores: Mapping[str, float]
+    normalized_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,7 @@ class Trace:
     fusion_ms: float = 0.0
     total_ms: float = 0.0
     warnings: tuple[str, ...] = ()
+    stages_ms: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def degraded(self) -> bool:

@@ -239,18 +239,18 @@ class HybridEngine:
         self.close()
 
     def _prepare(self, query: object, top_k: int | None, filter: FilterSpec | None,
-                 exclude_ids: Iterable[str] | None, weights: Mapping[str, float] | None) -> Query:
-        return prepare(self._legs, self._settings, query, top_k, filter, exclude_ids, weights)
+                 exclude_ids: Iterable[str] | None, weights: Mapping[str, float] | None, **stages: Any) -> Query:
+        return prepare(self._legs, self._settings, query, top_k, filter, exclude_ids, weights, **stages)
 
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
         expansion = self._expansion
         if expansion is None:
-            return finish(q, outcomes, embedded)
+            return finish(q, outcomes, embedded, lookup=self._lookup)
 
         def expand(hits: list[FusedHit], q: Query) -> list[FusedHit]:
             return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup)
 
-        return finish(q, outcomes, embedded, expand)
+        return finish(q, outcomes, embedded, expand, self._lookup)
 
     def search(
         self,
@@ -260,6 +260,10 @@ class HybridEngine:
         filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
         weights: Mapping[str, float] | None = None,
+        offset: int = 0,
+        query_vector: Sequence[float] | None = None,
+        score_threshold: float | None = None,
+        pinned_ids: Iterable[str] | None = None,
     ) -> SearchResult:
         """Run a hybrid query (legs concurrently in threads) and fuse the results.
 
@@ -269,6 +273,11 @@ class HybridEngine:
             filter: ``{"session_id": [1, 2], "lang": "en"}``, applied inside every store before its top-k.
             exclude_ids: Ids never to return (removed inside every store before its top-k).
             weights: Per-call weights, merged over the settings' weights.
+            offset: Skip this many results: a page of the list fused for ``offset + top_k`` (legs fetch for it).
+            query_vector: Use this query vector for the dense legs instead of embedding ``query`` (seed 000: a
+                vector shared with other lookups).
+            score_threshold: Keep hits whose ``normalized_score`` (score / best possible score, in [0, 1]) reaches it.
+            pinned_ids: Ids always in the first page when they pass the scope (``metadata["rrf_pinned"]``).
 
         Returns:
             :class:`~rrf_retriever.types.SearchResult` with the fused hits and the trace.
@@ -278,7 +287,8 @@ class HybridEngine:
             AllLegsFailedError: every active leg failed (with ``on_error="degrade"``).
         """
         self._check_open()
-        q = self._prepare(query, top_k, filter, exclude_ids, weights)
+        q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
+                          score_threshold=score_threshold, pinned_ids=pinned_ids)
         if not q.active:
             return empty_result(q)
         try:
@@ -300,10 +310,15 @@ class HybridEngine:
         filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
         weights: Mapping[str, float] | None = None,
+        offset: int = 0,
+        query_vector: Sequence[float] | None = None,
+        score_threshold: float | None = None,
+        pinned_ids: Iterable[str] | None = None,
     ) -> SearchResult:
         """Async twin of :meth:`search`: the legs run concurrently as asyncio tasks."""
         self._check_open()
-        q = self._prepare(query, top_k, filter, exclude_ids, weights)
+        q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
+                          score_threshold=score_threshold, pinned_ids=pinned_ids)
         if not q.active:
             return empty_result(q)
         outcomes, embedded = await run_in_tasks(q, self._head_start)

@@ -119,11 +119,21 @@ def _wait_head_start(
         concurrent.futures.wait(running, timeout=remaining)
 
 
+def _given_vector(q: Query, models: list[Any]) -> Embedded | None:
+    """The caller's ``query_vector`` for every dense leg (seed 000: shared with other lookups; no embedding call)."""
+    if q.query_vector is None:
+        return None
+    return Embedded(vectors={id(m): q.query_vector for m in models})
+
+
 def _embed_in_threads(q: Query, pool: concurrent.futures.ThreadPoolExecutor) -> Embedded:
     embedded = Embedded()
     models = q.embeddings()
     if not models:
         return embedded
+    given = _given_vector(q, models)
+    if given is not None:
+        return given
     timeout = q.settings.leg_timeout
     t0 = time.perf_counter()
     pending = {id(m): pool.submit(m.embed_query, q.text) for m in models}
@@ -181,6 +191,9 @@ async def _embed_in_tasks(q: Query) -> Embedded:
     models = q.embeddings()
     if not models:
         return embedded
+    given = _given_vector(q, models)
+    if given is not None:
+        return given
     timeout = q.settings.leg_timeout
     t0 = time.perf_counter()
 

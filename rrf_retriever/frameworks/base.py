@@ -27,9 +27,13 @@ from rrf_retriever.validate import check_mapping, check_top_k
 __all__ = ["RRF_METADATA_KEYS", "SEARCH_KWARGS", "FrameworkSide", "RetrieverCore", "content_id", "result_metadata"]
 
 #: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
-RRF_METADATA_KEYS = ("rrf_score", "rrf_ranks", "rrf_scores", "rrf_expanded_from")
+RRF_METADATA_KEYS = (
+    "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
+)
 #: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``).
-SEARCH_KWARGS = frozenset({"top_k", "k", "filter", "exclude_ids", "weights"})
+SEARCH_KWARGS = frozenset({
+    "top_k", "k", "filter", "exclude_ids", "weights", "offset", "query_vector", "score_threshold", "pinned_ids",
+})
 _WEIGHTS_ARE = "source name to weight"
 
 
@@ -37,6 +41,7 @@ def result_metadata(hit: FusedHit) -> dict[str, Any]:
     """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``)."""
     metadata = dict(hit.metadata)
     metadata["rrf_score"] = hit.score
+    metadata["rrf_score_normalized"] = hit.normalized_score
     metadata["rrf_ranks"] = dict(hit.ranks)
     metadata["rrf_scores"] = dict(hit.scores)
     return metadata

@@ -1,0 +1,90 @@
+"""Result stages of DESIGN 7b on the engine: paging, query_vector, the normalized score and its threshold, pinned ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
+from rrf_retriever.engine import HybridEngine
+from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.qdrant import QdrantDenseStore
+
+DIM = 16
+TEXTS = {f"d{i:02d}": (f"rocket note {i} about {'fuel' if i % 3 else 'orbit'} and engines {i % 7}",
+                       {"session_id": i % 4}) for i in range(60)}
+
+
+def _engine(**kwargs: object) -> HybridEngine:
+    embedding = HashingEmbedding(DIM)
+    engine = HybridEngine({"dense": QdrantDenseStore(embedding), "keyword": FTS5KeywordStore()}, **kwargs)  # type: ignore[arg-type]
+    ids = sorted(TEXTS)
+    engine.add(ids, [TEXTS[i][0] for i in ids], [TEXTS[i][1] for i in ids])
+    return engine
+
+
+@pytest.mark.parametrize("fetch_k", [None, 200])
+def test_pages_are_slices_of_one_fused_list(fetch_k: int | None) -> None:
+    engine = _engine(fetch_k=fetch_k)
+    whole = engine.search("rocket fuel engines", top_k=30, offset=0).ids
+    pages = [engine.search("rocket fuel engines", top_k=10, offset=o).ids for o in (0, 10, 20)]
+    if fetch_k is None:  # each page fetches for offset + top_k: page n is a slice of the list asked to that depth
+        assert pages[1] == engine.search("rocket fuel engines", top_k=20).ids[10:20]
+        assert pages[2] == whole[20:30]
+    else:  # a fixed depth: every page is a slice of the same list
+        assert pages == [whole[0:10], whole[10:20], whole[20:30]]
+    assert engine.search("rocket fuel engines", top_k=10, offset=500).ids == []
+    with pytest.raises(InvalidArgumentError, match="offset"):
+        engine.search("rocket", offset=-1)
+
+
+def test_a_given_query_vector_skips_the_embedding_and_gives_the_same_answer() -> None:
+    engine = _engine()
+    vector = HashingEmbedding(DIM).embed_query("orbit engines")
+    expected = engine.search("orbit engines")
+    calls = []
+    dense = engine.legs["dense"]
+    original = dense.embedding.embed_query
+    dense.embedding.embed_query = lambda text: calls.append(text) or original(text)  # type: ignore[method-assign]
+    got = engine.search("orbit engines", query_vector=vector)
+    assert calls == [] and got.ids == expected.ids and got.trace.embed_ms == 0.0
+
+
+def test_every_hit_carries_a_normalized_score_and_the_threshold_applies_to_it() -> None:
+    engine = _engine()
+    result = engine.search("rocket note 5 about fuel and engines 5", top_k=20)
+    scores = [h.normalized_score for h in result.hits]
+    assert all(0.0 < s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    best_possible = 1.0 / 61 + 1.25 / 61
+    assert result.hits[0].normalized_score == pytest.approx(result.hits[0].score / best_possible)
+    high = engine.search("rocket note 5 about fuel and engines 5", top_k=20, score_threshold=scores[5])
+    assert high.ids == result.ids[: len(high.ids)] and all(h.normalized_score >= scores[5] for h in high.hits)
+    with pytest.raises(InvalidArgumentError, match="score_threshold"):
+        engine.search("rocket", score_threshold=1.5)
+
+
+def test_pinned_ids_in_scope_are_always_in_the_result_and_out_of_scope_never() -> None:
+    engine = _engine()
+    plain = engine.search("orbit", top_k=5, filter={"session_id": [0, 1]})
+    outside_top = next(i for i in sorted(TEXTS) if TEXTS[i][1]["session_id"] in (0, 1) and i not in plain.ids)
+    out_of_scope = next(i for i in sorted(TEXTS) if TEXTS[i][1]["session_id"] == 2)
+    result = engine.search("orbit", top_k=5, filter={"session_id": [0, 1]},
+                           pinned_ids=[outside_top, out_of_scope, plain.ids[0], "missing"])
+    assert len(result.hits) == 5 and outside_top in result.ids and out_of_scope not in result.ids
+    pinned = {h.id for h in result.hits if h.metadata.get("rrf_pinned")}
+    assert pinned == {outside_top, plain.ids[0]}
+    excluded = engine.search("orbit", top_k=5, filter={"session_id": [0, 1]}, pinned_ids=[outside_top],
+                             exclude_ids=[outside_top])
+    assert outside_top not in excluded.ids  # an excluded id is out of scope too
+
+
+def test_the_retriever_takes_the_stages_as_search_kwargs() -> None:
+    r = EnsembleRRFRetriever.from_texts([TEXTS[i][0] for i in sorted(TEXTS)], HashingEmbedding(DIM),
+                                        metadatas=[TEXTS[i][1] for i in sorted(TEXTS)], ids=sorted(TEXTS))
+    page2 = r.invoke("rocket fuel", k=5, offset=5)
+    assert [d.id for d in page2] == [h.id for h in r.search("rocket fuel", top_k=10).hits][5:10]
+    docs = r.invoke("rocket fuel", k=3, pinned_ids=["d59"])
+    assert "d59" in [d.id for d in docs] and all("rrf_score_normalized" in d.metadata for d in docs)
+    nodes = r.scoped(score_threshold=0.5).retrieve("rocket fuel")
+    assert all(n.node.metadata["rrf_score_normalized"] >= 0.5 for n in nodes)
+    r.close()
