@@ -172,6 +172,13 @@ class SearchRequest(BaseModel):
         None, description="Ids never to return.")
     weights: Optional[dict[str, _Weight]] = Field(  # noqa: UP045
         None, description="Per-call weights by source name (e.g. dense, keyword), merged over the settings.")
+    offset: int = Field(0, ge=0, le=MAX_TOP_K, description="Skip this many results (paging over one fused list).")
+    score_threshold: Optional[float] = Field(  # noqa: UP045
+        None, ge=0.0, le=1.0, description="Keep hits whose normalized score (0..1, 1 = first in every leg) reaches it.")
+    pinned_ids: Optional[Annotated[list[_Id], Field(max_length=_MAX_EXCLUDE_IDS)]] = Field(  # noqa: UP045
+        None, description="Ids always in the first page when they pass the filter (marked rrf_pinned).")
+    query_vector: Optional[Annotated[list[float], Field(max_length=65_536)]] = Field(  # noqa: UP045
+        None, description="A query vector to use instead of embedding the query (shared with other lookups).")
 
     @model_validator(mode="after")
     def _one_query(self) -> SearchRequest:
@@ -645,7 +652,8 @@ def create_app(
     async def search_json(body: SearchRequest) -> JSONResponse:
         """Hybrid search with the full filter language as JSON (an empty any-of list matches nothing)."""
         return await run_search(body.text, top_k=body.top_k, filter=body.filter, exclude_ids=body.exclude_ids,
-                                weights=body.weights)
+                                weights=body.weights, offset=body.offset, score_threshold=body.score_threshold,
+                                pinned_ids=body.pinned_ids, query_vector=body.query_vector)
 
     def refresh_manifest() -> None:
         if index_path is not None:

@@ -105,16 +105,28 @@ class StoreLeg(Leg):
         self.store.close()
 
 
+def ties_by_id(hits: list[Hit]) -> list[Hit]:
+    """A store's hits with equal scores ordered by id: stores return ties in any order (qdrant-client local mode
+    and qdrant-edge differ between calls), which made the fused list, and so paging, change from call to call.
+    Only for our stores, whose scores are real and higher-is-better (a foreign retriever's may all be 0).
+
+    Example:
+        >>> [h.id for h in ties_by_id([Hit("b", score=1.0), Hit("a", score=1.0), Hit("c", score=2.0)])]
+        ['c', 'a', 'b']
+    """
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
 class KeywordLeg(StoreLeg):
     """A :class:`~rrf_retriever.stores.base.KeywordStore` as a leg."""
 
     kind = "keyword"
 
     def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return self.store.search(query, limit, flt, exclude_ids)
+        return ties_by_id(self.store.search(query, limit, flt, exclude_ids))
 
     async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return await self.store.asearch(query, limit, flt, exclude_ids)
+        return ties_by_id(await self.store.asearch(query, limit, flt, exclude_ids))
 
     def sits_out(self, query: str) -> str | None:
         analyzer = self.store.analyzer
@@ -136,10 +148,10 @@ class DenseLeg(StoreLeg):
         self.embedding = store.embedding
 
     def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return self.store.search(vector, limit, flt, exclude_ids)
+        return ties_by_id(self.store.search(vector, limit, flt, exclude_ids))
 
     async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return await self.store.asearch(vector, limit, flt, exclude_ids)
+        return ties_by_id(await self.store.asearch(vector, limit, flt, exclude_ids))
 
     def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
         self.store.add(ids, texts, metadatas, vectors=vectors)

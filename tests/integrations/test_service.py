@@ -77,7 +77,7 @@ def test_search_returns_hits_with_ranks_scores_and_trace(client: httpx.Client) -
     assert data["query"] == "certificate tls pin"
     assert len(data["hits"]) == 4
     for hit in data["hits"]:
-        assert set(hit) == {"id", "text", "metadata", "score", "ranks", "scores"}
+        assert set(hit) == {"id", "text", "metadata", "score", "normalized_score", "ranks", "scores"}
         assert "certificate" in hit["text"]
     legs = {leg["name"]: leg for leg in data["trace"]["legs"]}
     assert legs["keyword"]["called"] and legs["keyword"]["hits"] > 0 and legs["keyword"]["error"] is None

@@ -127,7 +127,7 @@ def test_post_search_takes_the_filter_as_json(client: httpx.Client) -> None:
     assert data["query"] == "backup restore" and data["hits"]
     assert _sessions(data["hits"]) <= {2, 4}
     assert {h["metadata"]["lang"] for h in data["hits"]} == {"en"}
-    assert set(data["hits"][0]) >= {"id", "text", "metadata", "score", "ranks", "scores"}
+    assert set(data["hits"][0]) >= {"id", "text", "metadata", "score", "normalized_score", "ranks", "scores"}
 
 
 def test_post_search_empty_any_of_list_matches_nothing(client: httpx.Client) -> None:
@@ -231,3 +231,18 @@ def test_a_single_valued_parameter_given_twice_is_422_not_the_last_one(
     r = client.get("/search", params=params)
     assert r.status_code == 422, r.text
     assert "more than once" in r.json()["detail"]
+
+
+def test_post_search_takes_the_result_stages(client: httpx.Client) -> None:
+    # The keyword leg alone: this corpus has dozens of identical dense scores, and which tied documents make a leg's
+    # cut is the store's choice (the engine orders the ties it gets by id).
+    keyword_only = {"dense": 0}
+    whole = client.post("/search", json={"query": "certificate", "top_k": 4, "weights": keyword_only}).json()["hits"]
+    page = client.post("/search", json={"query": "certificate", "top_k": 2, "offset": 2,
+                                        "weights": keyword_only}).json()["hits"]
+    assert [h["id"] for h in page] == [h["id"] for h in whole][2:4]
+    assert all(0 < h["normalized_score"] <= 1 for h in whole)
+    high = client.post("/search", json={"query": "certificate", "score_threshold": 1.0}).json()["hits"]
+    assert all(h["normalized_score"] >= 1.0 for h in high)
+    bad = client.post("/search", json={"query": "certificate", "score_threshold": 2})
+    assert bad.status_code == 422

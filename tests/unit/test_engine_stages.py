@@ -88,3 +88,15 @@ def test_the_retriever_takes_the_stages_as_search_kwargs() -> None:
     nodes = r.scoped(score_threshold=0.5).retrieve("rocket fuel")
     assert all(n.node.metadata["rrf_score_normalized"] >= 0.5 for n in nodes)
     r.close()
+
+
+def test_equal_scores_are_ordered_by_id_so_the_same_query_gives_the_same_answer() -> None:
+    # Many documents with exactly the same text: every leg scores them equally, and a store may return such ties
+    # in any order; the fused list (and so every page) must not change from call to call.
+    embedding = HashingEmbedding(DIM)
+    engine = HybridEngine({"dense": QdrantDenseStore(embedding), "keyword": FTS5KeywordStore()})
+    ids = [f"t{i:02d}" for i in range(40)]
+    engine.add(ids, ["certificate tls pin note"] * 40, [{"s": i % 3} for i in range(40)])
+    answers = {tuple(engine.search("certificate", top_k=10).ids) for _ in range(8)}
+    assert answers == {tuple(ids[:10])}
+    assert engine.search("certificate", top_k=5, offset=5).ids == ids[5:10]
