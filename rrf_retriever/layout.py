@@ -48,6 +48,7 @@ import logging
 import os
 import uuid
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -517,7 +518,38 @@ def create_index(
     return _engine(stores, settings)
 
 
+#: The manifest key holding settings chosen for this index (``tune``): the next open uses them.
+MANIFEST_SETTINGS_KEY = "settings"
+_SAVED_FIELDS = ("fusion", "rrf_k", "weights", "fetch_k")
+
+
+def saved_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine keywords a manifest's saved ``settings`` hold (for ``open_index``; unknown keys dropped).
+
+    Example:
+        >>> saved_settings({"settings": {"rrf_k": 20.0, "fetch_k": None, "other": 1}})
+        {'rrf_k': 20.0, 'fetch_k': None}
+    """
+    saved = manifest.get(MANIFEST_SETTINGS_KEY) or {}
+    return {k: saved[k] for k in _SAVED_FIELDS if k in saved} if isinstance(saved, Mapping) else {}
+
+
+def with_saved_settings(manifest: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` over the manifest's saved ones (explicit keywords win; weights merge per source).
+
+    Example:
+        >>> with_saved_settings({"settings": {"rrf_k": 20.0, "weights": {"keyword": 0.5}}}, {"weights": {"dense": 2}})
+        {'rrf_k': 20.0, 'weights': {'keyword': 0.5, 'dense': 2}}
+    """
+    saved = saved_settings(manifest)
+    merged = {**saved, **settings}
+    if isinstance(saved.get("weights"), Mapping) and isinstance(settings.get("weights"), Mapping):
+        merged["weights"] = {**saved["weights"], **settings["weights"]}
+    return merged
+
+
 def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
+    settings = with_saved_settings(stores.manifest, settings)
     try:
         engine = HybridEngine({"dense": stores.dense, "keyword": stores.keyword}, journal=stores.root / JOURNAL_FILE,
                               **settings)

@@ -1,4 +1,4 @@
-"""The ``rrf-retriever`` command: ``index | search | eval | serve | demo`` (extra ``cli``: typer + rich).
+"""The ``rrf-retriever`` command: ``index | search | eval | tune | serve | demo`` (extra ``cli``: typer + rich).
 
 The commands work on an index directory (see :mod:`rrf_retriever.layout`) through the engine directly, not the
 framework retriever, so they start fast. A user mistake (missing index, wrong path, bad filter, bad weights)
@@ -43,6 +43,7 @@ from rrf_retriever.apps.console import (
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.scope import normalize_filter, parse_filter_item
+from rrf_retriever.tuning import register_tune_command
 from rrf_retriever.validate import check_number
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]
@@ -414,6 +415,10 @@ def demo_command(
 
     with _user_errors():
         run_demo(index_dir=index_dir, rebuild=rebuild, console=console)
+
+
+# ``tune``: the command lives beside tune() in rrf_retriever/tuning.py (same error handling as the others).
+register_tune_command(app, _user_errors)
 
 
 def main() -> None:

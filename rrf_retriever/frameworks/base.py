@@ -20,7 +20,14 @@ from typing import Any, ClassVar
 
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.layout import JOURNAL_FILE, make_dense_store, make_keyword_store, open_stores, refresh_manifest
+from rrf_retriever.layout import (
+    JOURNAL_FILE,
+    make_dense_store,
+    make_keyword_store,
+    open_stores,
+    refresh_manifest,
+    with_saved_settings,
+)
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
 
@@ -264,6 +271,7 @@ class RetrieverCore:
         else:
             stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name)
             dense_store, keyword_store = stores.dense, stores.keyword
+            kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
             kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
         try:
             retriever = cls(dense=dense_store, keyword=keyword_store, **kwargs)

@@ -1,4 +1,4 @@
-"""The numbered notebooks run headless, top to bottom, with nbclient (the weight-tuning one on a small subset).
+"""The numbered notebooks run headless, top to bottom, with nbclient, on data the package ships (no ../shared).
 
 The kernel is the ``python3`` kernelspec resolved to THIS interpreter: the venv's bin directory goes first on
 PATH (the ipykernel kernelspec runs ``python``), nothing is registered globally.
@@ -15,12 +15,10 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-SCIFACT = NOTEBOOKS.parent.parent / "shared" / "data" / "scifact"
 
 
 def run_notebook(name: str, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("RRF_NOTEBOOK_SMALL", "1")
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     return nb
@@ -52,11 +50,16 @@ def test_quickstart_runs_both_frameworks(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (SCIFACT / "qrels" / "train.tsv").is_file(), reason="SciFact data not present")
-def test_weight_tuning_runs_on_a_small_train_subset(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_weight_tuning_runs_on_the_shipped_evaluation_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notebook 2 needs nothing outside the package: the shipped judged queries, tune(), and two plots."""
     nb = run_notebook("2_weight_tuning.ipynb", monkeypatch)
     out = text_of(nb)
-    assert "300 documents, 30 train queries (small=True)" in out
-    assert "shipped defaults" in out and "best of the sweep" in out
+    assert "227 documents, 53 judged queries" in out
+    assert "dense only" in out and "keyword only" in out and "hybrid (defaults)" in out
+    assert "tune() took" in out and "TuneReport(metric='ndcg@10'" in out
+    assert ("applied: cv gain" in out) or ("kept the current settings: cv gain" in out)
+    markdown = [o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", [])
+                if "text/markdown" in o.get("data", {})]
+    assert markdown and "| fold |" in markdown[0] and "95% CI" in markdown[0]
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(images) == 2  # the heatmap and the rrf_k curve
+    assert len(images) == 2  # the legs by query kind; the grid and the per-query gains

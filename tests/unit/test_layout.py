@@ -165,3 +165,16 @@ def test_another_process_with_another_dense_kind_is_refused(tmp_path: Path) -> N
     assert out.stdout.startswith("refused:") and "qdrant-edge" in out.stdout
     assert not (tmp_path / "qdrant").exists()
 
+
+
+def test_settings_saved_in_the_manifest_are_used_by_the_next_open_and_explicit_ones_win(tmp_path: Path) -> None:
+    from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
+    from rrf_retriever.layout import open_index, save_manifest
+
+    with EnsembleRRFRetriever.from_texts(["alpha note", "beta note"], HashingEmbedding(16), path=tmp_path) as r:
+        save_manifest(tmp_path, r.engine, settings={"rrf_k": 20.0, "weights": {"keyword": 0.5}, "fetch_k": 30})
+    engine = open_index(tmp_path)
+    assert (engine.settings.rrf_k, engine.settings.weights["keyword"], engine.settings.fetch_k) == (20.0, 0.5, 30)
+    engine.close()
+    with EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path, rrf_k=5) as again:
+        assert again.settings.rrf_k == 5 and again.settings.weights["keyword"] == 0.5
