@@ -231,6 +231,12 @@ def search_command(
         help='The filter as a JSON object, exactly typed: \'{"session_id": ["42"]}\'. Combines with --filter.'),
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="ID",
                                              help="A document id never to return; repeatable."),
+    offset: int = typer.Option(0, "--offset", help="Skip this many results (page 2 of -k 10: --offset 10)."),
+    pinned: list[str] | None = typer.Option(None, "--pinned", metavar="ID",
+                                            help="A document always in the results when it passes the filter; "
+                                                 "repeatable."),
+    threshold: float | None = typer.Option(None, "--threshold", metavar="0..1",
+                                           help="Keep hits whose normalized score (1 = first in every leg) reaches it."),
     semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
     keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
     rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
@@ -250,7 +256,8 @@ def search_command(
         try:
             if rrf_k is not None:
                 engine.update_settings(rrf_k=rrf_k)
-            result = engine.search(query, top_k=top_k, filter=flt, exclude_ids=exclude or None, weights=weights)
+            result = engine.search(query, top_k=top_k, filter=flt, exclude_ids=exclude or None, weights=weights,
+                                   offset=offset, pinned_ids=pinned or None, score_threshold=threshold)
         finally:
             close_engine(engine)
     if as_json:

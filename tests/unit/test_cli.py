@@ -121,6 +121,16 @@ def test_search_filters_exclusions_and_weights(index_dir: Path) -> None:
     assert {leg["name"]: leg["called"] for leg in data["trace"]["legs"]} == {"dense": True, "keyword": False}
 
 
+def test_search_pages_pins_and_thresholds(index_dir: Path) -> None:
+    whole = [h["id"] for h in search_json(index_dir, "password integrity", "-k", "4", "--keyword-weight", "1")["hits"]]
+    page = search_json(index_dir, "password integrity", "-k", "2", "--offset", "2", "--keyword-weight", "1")["hits"]
+    assert [h["id"] for h in page] == whole[2:4]
+    pinned = search_json(index_dir, "password integrity", "-k", "2", "--pinned", whole[3])["hits"]
+    assert whole[3] in [h["id"] for h in pinned] and any(h["metadata"].get("rrf_pinned") for h in pinned)
+    high = search_json(index_dir, "password integrity", "--threshold", "0.9")["hits"]
+    assert all(h["normalized_score"] >= 0.9 for h in high)
+
+
 def test_search_explain_prints_ranks_scores_and_trace(index_dir: Path) -> None:
     code, out = run("search", "integrity", "--index-dir", index_dir, "--explain")
     assert code == 0, out
