@@ -246,8 +246,7 @@ def test_a_corrupt_journal_row_is_our_error_and_stays_for_inspection(tmp_path: P
     conn.execute("UPDATE rrf_journal SET body = ?", (body,))
     conn.commit()
     conn.close()
-    with Journal(path) as journal:
-        with pytest.raises(StoreError, match="corrupt"):
-            journal.pending()
+    with Journal(path) as journal, pytest.raises(StoreError, match="corrupt"):
+        journal.pending()
     with pytest.raises(StoreError, match="corrupt"):
         _stack(tmp_path)  # opening the engine reports it (no raw JSONDecodeError / KeyError)
