@@ -236,7 +236,7 @@ def search_command(
                                             help="A document always in the results when it passes the filter; "
                                                  "repeatable."),
     threshold: float | None = typer.Option(
-        None, "--threshold", metavar="0..1", help="Keep hits whose normalized score (1: first in every leg) reaches it."),
+        None, "--threshold", metavar="0..1", help="Keep hits whose normalized score (1: top in every leg) reaches it."),
     semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
     keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
     rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
