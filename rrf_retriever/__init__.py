@@ -50,6 +50,8 @@ if TYPE_CHECKING:
         FTS5KeywordStore,
         QdrantDenseStore,
         QdrantEdgeDenseStore,
+        QdrantEdgeKeywordStore,
+        QdrantKeywordStore,
     )
     from rrf_retriever.text import Analyzer, build_match_query, tokenize
     from rrf_retriever.types import FusedHit, Hit, Record
@@ -83,6 +85,8 @@ _LAZY: dict[str, str] = {
     "BM25KeywordStore": "rrf_retriever.stores.bm25",
     "QdrantDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
+    "QdrantKeywordStore": "rrf_retriever.stores.qdrant",
+    "QdrantEdgeKeywordStore": "rrf_retriever.stores.qdrant",
     # embeddings
     "EmbeddingAdapter": "rrf_retriever.embeddings",
     "HashingEmbedding": "rrf_retriever.embeddings",

@@ -13,7 +13,12 @@ if TYPE_CHECKING:
     from rrf_retriever.stores.base import DenseStore, KeywordStore
     from rrf_retriever.stores.bm25 import BM25KeywordStore
     from rrf_retriever.stores.fts5 import FTS5KeywordStore
-    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
+    from rrf_retriever.stores.qdrant import (
+        QdrantDenseStore,
+        QdrantEdgeDenseStore,
+        QdrantEdgeKeywordStore,
+        QdrantKeywordStore,
+    )
 
 _LAZY = {
     "DenseStore": "rrf_retriever.stores.base",
@@ -22,6 +27,8 @@ _LAZY = {
     "BM25KeywordStore": "rrf_retriever.stores.bm25",
     "QdrantDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
+    "QdrantKeywordStore": "rrf_retriever.stores.qdrant",
+    "QdrantEdgeKeywordStore": "rrf_retriever.stores.qdrant",
 }
 
 __all__ = sorted(_LAZY)

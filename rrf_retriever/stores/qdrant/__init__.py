@@ -1,4 +1,5 @@
-"""Stores on Qdrant: qdrant-client (memory, local path, server, cluster) and qdrant-edge (in-process).
+"""Stores on Qdrant: qdrant-client (memory, local path, server, cluster) and qdrant-edge (in-process); dense and
+BM25-as-sparse-vectors keyword stores.
 
 Re-exports only.
 """
@@ -6,6 +7,8 @@ Re-exports only.
 from rrf_retriever.stores.qdrant.base import CONTENT_KEY, DOC_ID_KEY, ID_NAMESPACE, METADATA_KEY, point_id
 from rrf_retriever.stores.qdrant.client import QdrantDenseStore
 from rrf_retriever.stores.qdrant.edge import QdrantEdgeDenseStore
+from rrf_retriever.stores.qdrant.keyword_client import QdrantKeywordStore
+from rrf_retriever.stores.qdrant.keyword_edge import QdrantEdgeKeywordStore
 
 __all__ = [
     "CONTENT_KEY",
@@ -14,5 +17,7 @@ __all__ = [
     "METADATA_KEY",
     "QdrantDenseStore",
     "QdrantEdgeDenseStore",
+    "QdrantEdgeKeywordStore",
+    "QdrantKeywordStore",
     "point_id",
 ]

@@ -1,6 +1,8 @@
-"""One contract for every keyword store: FTS5 (memory and file), BM25 with bm25s and with rank_bm25.
+"""One contract for every keyword store: FTS5 (memory and file), BM25 with bm25s and with rank_bm25, and BM25 as
+Qdrant sparse vectors on qdrant-client local mode (memory and path) and on qdrant-edge.
 
-Each test runs against each store. Store-specific behaviour lives in test_fts5.py and test_bm25.py.
+Each test runs against each store. Store-specific behaviour lives in test_fts5.py, test_bm25.py and
+test_qdrant_keyword.py.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from rrf_retriever.scope import matches, normalize_filter
 from rrf_retriever.stores.base import KeywordStore
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
 from rrf_retriever.types import Hit
 
-STORE_KINDS = ["fts5-memory", "fts5-file", "bm25s", "rank_bm25"]
+STORE_KINDS = ["fts5-memory", "fts5-file", "bm25s", "rank_bm25", "qdrant-memory", "qdrant-path", "qdrant-edge"]
 
 # A small corpus with distinct words, so no query term sits in exactly half of the documents (rank_bm25's IDF
 # is 0 there, and such a term would match with score 0, which a keyword leg does not return).
@@ -46,16 +49,22 @@ def make_store(kind: str, tmp_path: Path) -> Any:
         return FTS5KeywordStore(tmp_path / "kw.sqlite")
     if kind == "bm25s":
         return BM25KeywordStore()
+    if kind == "qdrant-memory":
+        return QdrantKeywordStore()
+    if kind == "qdrant-path":
+        return QdrantKeywordStore(path=tmp_path / "qdrant")
+    if kind == "qdrant-edge":
+        return QdrantEdgeKeywordStore(tmp_path / "edge")
     return BM25KeywordStore(engine="rank_bm25")
 
 
 def reopen(kind: str, store: Any, tmp_path: Path) -> Any:
     """The persistence round trip of each store: reopen the file, or save and load the folder."""
-    if kind.startswith("fts5"):
-        if kind == "fts5-memory":
-            return store  # nothing to reopen: ":memory:" lives as long as the object
+    if kind in ("fts5-memory", "qdrant-memory"):
+        return store  # nothing to reopen: ":memory:" lives as long as the object
+    if kind.startswith(("fts5", "qdrant")):
         store.close()
-        return FTS5KeywordStore(tmp_path / "kw.sqlite")
+        return make_store(kind, tmp_path)
     store.save(tmp_path / "bm25")
     return BM25KeywordStore.load(tmp_path / "bm25")
 
@@ -69,7 +78,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 def store(kind: str, tmp_path: Path) -> Iterator[Any]:
     s = make_store(kind, tmp_path)
     yield s
-    if isinstance(s, FTS5KeywordStore):
+    if isinstance(s, (FTS5KeywordStore, QdrantKeywordStore, QdrantEdgeKeywordStore)):
         s.close()
 
 
@@ -288,7 +297,7 @@ def test_reopen_gives_everything_back(kind: str, loaded: Any, tmp_path: Path) ->
     assert [(i, m) for i, _, m in after] == [(i, m) for i, _, m in before]
     assert [s for _, s, _ in after] == pytest.approx([s for _, s, _ in before])
     assert ids_of(again.search("configuring", 10, filter={"lang": "de"})) == ["d4"]
-    if isinstance(again, FTS5KeywordStore):
+    if isinstance(again, (FTS5KeywordStore, QdrantKeywordStore, QdrantEdgeKeywordStore)):
         again.close()
 
 
@@ -374,13 +383,14 @@ def corpora_and_scopes(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("store_kind", ["fts5-memory", "bm25s", "rank_bm25"])
+@pytest.mark.parametrize("store_kind", ["fts5-memory", "bm25s", "rank_bm25", "qdrant-memory", "qdrant-edge"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=corpora_and_scopes())
 def test_property_scoped_result_is_the_best_allowed_documents(
     store_kind: str, case: dict[str, Any], tmp_path: Path
 ) -> None:
-    store = make_store(store_kind, tmp_path)
+    # Each example its own store (tmp_path is shared by the examples; the edge store persists there).
+    store = QdrantEdgeKeywordStore() if store_kind == "qdrant-edge" else make_store(store_kind, tmp_path)
     ids = [f"d{i}" for i in range(len(case["docs"]))]
     store.add(ids, [t for t, _ in case["docs"]], [m for _, m in case["docs"]])
     flt = normalize_filter(case["filter"])
@@ -395,5 +405,5 @@ def test_property_scoped_result_is_the_best_allowed_documents(
     everything = store.search(case["query"], 1000)
     allowed = [h for h in everything if h.id not in excluded and matches(metadata[h.id], flt)]
     assert [h.score for h in hits] == pytest.approx([h.score for h in allowed[: case["limit"]]], rel=1e-6)
-    if isinstance(store, FTS5KeywordStore):
+    if isinstance(store, (FTS5KeywordStore, QdrantKeywordStore, QdrantEdgeKeywordStore)):
         store.close()
