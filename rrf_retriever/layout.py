@@ -91,7 +91,11 @@ QDRANT_EDGE_DIR = "qdrant-edge"
 #: The stores of new indexes; an index records its own in the manifest (older ones: "fts5" and "qdrant").
 DEFAULT_KEYWORD_STORE = "fts5"
 DEFAULT_DENSE_STORE = "qdrant-edge"
-_KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR}
+#: The sparse-vector BM25 keyword stores on Qdrant (their own folders: a qdrant-client path admits one client).
+KEYWORD_QDRANT_DIR = "keyword-qdrant"
+KEYWORD_QDRANT_EDGE_DIR = "keyword-qdrant-edge"
+_KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR, "qdrant": KEYWORD_QDRANT_DIR,
+                   "qdrant-edge": KEYWORD_QDRANT_EDGE_DIR}
 _DENSE_DIRS = {"qdrant": QDRANT_DIR, "qdrant-edge": QDRANT_EDGE_DIR}
 #: The engine's write-ahead journal: a batch interrupted by a crash is redone in both stores on the next open.
 JOURNAL_FILE = "journal.sqlite3"
@@ -211,9 +215,10 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def make_keyword_store(kind: str, root: str | os.PathLike[str] | None) -> Any:
-    """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root) or
-    ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root). Shared by index
-    directories and ``EnsembleRRFRetriever.from_texts``.
+    """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root),
+    ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root), or BM25 as Qdrant sparse
+    vectors: ``"qdrant-edge"`` (``root/keyword-qdrant-edge/``) or ``"qdrant"`` (qdrant-client,
+    ``root/keyword-qdrant/``). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
 
     Example:
         >>> make_keyword_store("fts5", None).count()
@@ -230,7 +235,17 @@ def make_keyword_store(kind: str, root: str | os.PathLike[str] | None) -> Any:
         from rrf_retriever.stores.bm25 import BM25KeywordStore
 
         return BM25KeywordStore() if root is None else BM25KeywordStore(path=Path(root) / BM25_DIR)
-    msg = f"keyword must be 'fts5', 'bm25' or a keyword store, got {kind!r}"
+    if kind == "qdrant-edge":
+        from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
+
+        return QdrantEdgeKeywordStore(path=None if root is None else Path(root) / KEYWORD_QDRANT_EDGE_DIR)
+    if kind == "qdrant":
+        from rrf_retriever.stores.qdrant import QdrantKeywordStore
+
+        if root is None:
+            return QdrantKeywordStore(location=":memory:")
+        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR)
+    msg = f"keyword must be one of {sorted(_KEYWORD_PLACES)} or a keyword store, got {kind!r}"
     raise InvalidArgumentError(msg)
 
 

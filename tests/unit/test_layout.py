@@ -178,3 +178,17 @@ def test_settings_saved_in_the_manifest_are_used_by_the_next_open_and_explicit_o
     engine.close()
     with EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path, rrf_k=5) as again:
         assert again.settings.rrf_k == 5 and again.settings.weights["keyword"] == 0.5
+
+
+@pytest.mark.parametrize("keyword", ["qdrant-edge", "qdrant"])
+def test_both_legs_on_qdrant_through_from_texts_persist_and_reopen(tmp_path: Path, keyword: str) -> None:
+    from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
+
+    texts = ["error E4012 means the sync token expired", "uploads pause when the disk is full"]
+    with EnsembleRRFRetriever.from_texts(texts, HashingEmbedding(16), ids=["e", "u"], keyword=keyword,
+                                         path=tmp_path) as r:
+        assert type(r.engine.legs["keyword"].store).__name__.startswith("Qdrant")
+        assert [d.id for d in r.invoke("E4012", k=1, weights={"dense": 0})] == ["e"]
+    with EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path) as again:  # the manifest decides
+        assert again.engine.count() == {"dense": 2, "keyword": 2}
+        assert [d.id for d in again.invoke("disk full", k=1, weights={"dense": 0})] == ["u"]
