@@ -48,6 +48,9 @@ __all__ = [
 _MAX_ID_LENGTH = 1024
 #: The largest ``limit`` a store accepts; beyond it a caller has made a mistake (``top_k=10**9``).
 MAX_LIMIT = 100_000
+#: The largest squared norm of a vector: float32's range (Qdrant normalises and scores in float32). Embeddings
+#: have norms near 1; 1e20-sized components made scores NaN or the point silently unsearchable.
+MAX_SQUARED_NORM = 3.0e38
 #: The largest ``top_k`` accepted; a bigger one is a caller's mistake (``top_k=10**9``), not a request.
 MAX_TOP_K = 10_000
 #: The largest source weight. Weights are relative (the seeds' settings use 0-5); a huge finite one (1.7e308) would
@@ -177,6 +180,11 @@ def to_float_vector(value: object, name: str, *, type_error: type[Exception] = I
         raise DimensionMismatchError(msg)
     if not all(math.isfinite(x) for x in out):
         msg = f"{name} holds NaN or infinity"
+        raise DimensionMismatchError(msg)
+    squared = math.fsum(x * x for x in out)
+    if not squared <= MAX_SQUARED_NORM:
+        msg = (f"{name} is too large (norm {math.sqrt(squared) if math.isfinite(squared) else float('inf'):.3g}): "
+               "Qdrant computes in float32, where its square overflows (NaN scores, or the point silently ignored)")
         raise DimensionMismatchError(msg)
     return out
 

@@ -421,3 +421,19 @@ def test_an_id_spelling_another_ids_point_id_is_a_distinct_document(make_store: 
     assert _ids(s.search(_query(s), 10, exclude_ids=[crafted])) == ["doc-1"]
     s.delete([crafted])
     assert [r.id for r in s.get(["doc-1", crafted])] == ["doc-1"]
+
+
+@pytest.mark.parametrize("big", [1e300, 1e20])
+def test_a_vector_too_large_for_qdrants_float32_is_refused_not_a_nan_score_or_a_silent_drop(big: float) -> None:
+    from rrf_retriever.embeddings import HashingEmbedding
+    from rrf_retriever.errors import DimensionMismatchError
+    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
+
+    for store in (QdrantDenseStore(HashingEmbedding(4)), QdrantEdgeDenseStore(HashingEmbedding(4))):
+        store.add(["ok"], ["fine"], vectors=[[0.0, 1.0, 0.0, 0.0]])
+        with pytest.raises(DimensionMismatchError, match="too large"):
+            store.add(["huge"], ["x"], vectors=[[big, big, 0.0, 0.0]])
+        with pytest.raises(DimensionMismatchError, match="too large"):
+            store.search([big, big, 0.0, 0.0], 5)
+        assert [h.id for h in store.search([0.0, 1.0, 0.0, 0.0], 5)] == ["ok"] and store.count() == 1
+        store.close()
