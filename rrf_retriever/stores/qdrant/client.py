@@ -95,6 +95,12 @@ class QdrantDenseStore(QdrantStoreBase):
         max_auto_indexes: int = MAX_AUTO_INDEXES,
     ) -> None:
         super().__init__(embedding, batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        self._connect(client, location, path, url, api_key, collection_name, async_client)
+        self._run(self._ready_steps())  # an existing collection: learn its dimension now
+
+    def _connect(self, client: Any, location: str | None, path: Any, url: str | None, api_key: str | None,
+                 collection_name: str, async_client: Any) -> None:
+        """Open (or adopt) the qdrant-client connection and name the collection; shared with the keyword store."""
         qdrant_client, models = self._import_engine("qdrant-client", "qdrant_client", "qdrant_client.models")
         if not isinstance(collection_name, str) or not collection_name or len(collection_name) > 255:
             msg = f"collection_name must be a non-empty string, got {collection_name!r}"
@@ -119,7 +125,6 @@ class QdrantDenseStore(QdrantStoreBase):
         self._is_local = type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
         # Local mode ignores payload indexes.
         self.indexes_payload = not self._is_local
-        self._run(self._ready_steps())  # an existing collection: learn its dimension now
 
     def close(self) -> None:
         """Close the client if this store created it (releases a local ``path``)."""

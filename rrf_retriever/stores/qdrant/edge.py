@@ -86,8 +86,14 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
         self._qe, self._np = self._import_engine("qdrant-edge-py", "qdrant_edge", "numpy")
         self.exact = bool(exact)
         self.hnsw_ef = hnsw_ef
+        self._open_directory(path, "rrf-edge-")
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def _open_directory(self, path: str | os.PathLike[str] | None, prefix: str) -> None:
+        """Take the directory (a temporary one for None), lock it, open what it holds; shared with the keyword
+        store."""
         self._temporary = path is None
-        self.path = Path(tempfile.mkdtemp(prefix="rrf-edge-")) if path is None else Path(path)
+        self.path = Path(tempfile.mkdtemp(prefix=prefix)) if path is None else Path(path)
         self._shard: Any = None
         self._lock_fh: Any = None
         self._closed = False
@@ -103,7 +109,6 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
             self._release_lock()
             raise
 
-    # -- lifecycle ---------------------------------------------------------------------------------
     def _acquire_lock(self) -> None:
         fh = open(self.path / _LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
         try:

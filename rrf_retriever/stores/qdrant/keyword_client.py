@@ -21,9 +21,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreError
+from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
-from rrf_retriever.stores.qdrant.client import QdrantDenseStore, _client_error
+from rrf_retriever.stores.qdrant.client import QdrantDenseStore
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
 from rrf_retriever.stores.qdrant.steps import StepRunner, then
 from rrf_retriever.text import Analyzer
@@ -89,29 +89,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
             batch_size=batch_size,
             index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
-        qdrant_client, models = self._import_engine("qdrant-client", "qdrant_client", "qdrant_client.models")
-        if not isinstance(collection_name, str) or not collection_name or len(collection_name) > 255:
-            msg = f"collection_name must be a non-empty string, got {collection_name!r}"
-            raise InvalidArgumentError(msg)
-        self._models = models
-        self.collection_name = collection_name
-        self._owns_client = client is None
-        if client is None:
-            try:
-                if url is not None:
-                    client = qdrant_client.QdrantClient(url=url, api_key=api_key)
-                elif path is not None:
-                    client = qdrant_client.QdrantClient(path=str(path))
-                else:
-                    client = qdrant_client.QdrantClient(location=location or ":memory:")
-            except RRFRetrieverError:
-                raise
-            except Exception as exc:
-                raise _client_error(exc, f"opening Qdrant ({url or path or location})") from exc
-        self.client = client
-        self.async_client = async_client
-        self._is_local = type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
-        self.indexes_payload = not self._is_local  # local mode ignores payload indexes
+        self._connect(client, location, path, url, api_key, collection_name, async_client)
         try:
             self._run(self._ready_steps())  # an existing collection: read and check its settings now
         except BaseException:
@@ -119,6 +97,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
             raise
 
     # The dense store's qdrant-client calls, word for word (same client, collection, payload and filters).
+    _connect = QdrantDenseStore._connect
     _engine_error = QdrantDenseStore._engine_error
     _api = QdrantDenseStore._api
     close = QdrantDenseStore.close

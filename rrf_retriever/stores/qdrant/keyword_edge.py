@@ -18,11 +18,9 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from rrf_retriever.errors import StoreError, StoreUnavailableError
+from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, METADATA_KEY, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.edge import _META_FILE, _META_FORMAT, _SHARD_DIR, QdrantEdgeDenseStore
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
@@ -88,24 +86,10 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
             index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self._qe, self._np = self._import_engine("qdrant-edge-py", "qdrant_edge", "numpy")
-        self._temporary = path is None
-        self.path = Path(tempfile.mkdtemp(prefix="rrf-edge-kw-")) if path is None else Path(path)
-        self._shard: Any = None
-        self._lock_fh: Any = None
-        self._closed = False
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"cannot create the store directory {self.path}: {exc}"
-            raise StoreUnavailableError(msg) from exc
-        self._acquire_lock()
-        try:
-            self._open_existing()
-        except BaseException:
-            self._release_lock()
-            raise
+        self._open_directory(path, "rrf-edge-kw-")
 
     # The dense edge store's lock, lifecycle and shard calls, word for word.
+    _open_directory = QdrantEdgeDenseStore._open_directory
     _acquire_lock = QdrantEdgeDenseStore._acquire_lock
     _release_lock = QdrantEdgeDenseStore._release_lock
     _guard = QdrantEdgeDenseStore._guard
