@@ -137,12 +137,16 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             msg = f"{meta_file} is unreadable: {exc}"
             raise StoreError(msg) from exc
+        self._load_shard(shard_dir)
+        self._dimension = dim
+
+    def _load_shard(self, shard_dir: Path) -> None:
+        """Open the shard and learn which payload indexes it already has; shared with the keyword store."""
         try:
             self._shard = self._qe.EdgeShard.load(str(shard_dir))
         except Exception as exc:
             msg = f"cannot open the Qdrant edge shard at {shard_dir}: {exc}"
             raise StoreError(msg) from exc
-        self._dimension = dim
         with contextlib.suppress(Exception):  # indexes already built persist with the shard
             for field, info in self._shard.info().payload_schema.items():
                 if field.startswith(f"{METADATA_KEY}."):

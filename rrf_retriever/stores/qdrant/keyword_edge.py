@@ -14,14 +14,13 @@ of the live points (``SearchParams(idf=IdfParams(corpus=...))``: measured +0.07 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 from typing import Any
 
 from rrf_retriever.errors import StoreError
-from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, METADATA_KEY, UPSERT_BATCH
+from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.edge import _META_FILE, _META_FORMAT, _SHARD_DIR, QdrantEdgeDenseStore
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
 from rrf_retriever.text import Analyzer
@@ -90,6 +89,7 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
 
     # The dense edge store's lock, lifecycle and shard calls, word for word.
     _open_directory = QdrantEdgeDenseStore._open_directory
+    _load_shard = QdrantEdgeDenseStore._load_shard
     _acquire_lock = QdrantEdgeDenseStore._acquire_lock
     _release_lock = QdrantEdgeDenseStore._release_lock
     _guard = QdrantEdgeDenseStore._guard
@@ -131,17 +131,8 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
             msg = f"{self.path} holds another kind of store (no BM25 settings in {_META_FILE}); use another path"
             raise StoreError(msg)
         params = self._adopt(meta[_META_KEY], self._where())
-        try:
-            self._shard = self._qe.EdgeShard.load(str(shard_dir))
-        except Exception as exc:
-            msg = f"cannot open the Qdrant edge shard at {shard_dir}: {exc}"
-            raise StoreError(msg) from exc
+        self._load_shard(shard_dir)
         self._params = params
-        with contextlib.suppress(Exception):  # indexes already built persist with the shard
-            for field, info in self._shard.info().payload_schema.items():
-                if field.startswith(f"{METADATA_KEY}."):
-                    key = field[len(METADATA_KEY) + 1 :]
-                    self._indexed.add((key, str(info.data_type).rsplit(".", 1)[-1].lower()))
 
     def _write_meta(self, params: dict[str, Any]) -> None:
         meta_file = self.path / _META_FILE
