@@ -43,10 +43,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,6 +57,15 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
 from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.bm25_files import (
+    LOCK_FILE,
+    Doc,
+    live_folder,
+    read_folder,
+    save_snapshot,
+    saved_settings,
+    write_folder,
+)
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
@@ -67,29 +74,16 @@ __all__ = ["BM25KeywordStore", "Engine"]
 
 Engine = Literal["bm25s", "rank_bm25"]
 
-_FORMAT = "rrf-retriever/bm25-store"
-_CURRENT = "CURRENT"  # names the live snapshot folder of a persistent store
-_SNAPSHOT_PREFIX = "snapshot-"
-_LOCK_FILE = ".lock"
-_SAVED_FILES = ("store.json", "documents.jsonl", "tokens.npy", "offsets.npy")
-_FORMAT_VERSION = 1
 _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "bm25s": {"k1": 1.2, "b": 0.75},
     "rank_bm25": {"k1": 1.5, "b": 0.75},
 }
 
 
-@dataclass(frozen=True)
-class _Doc:
-    text: str
-    metadata: dict[str, Any]
-    tokens: tuple[str, ...]
-
-
 class _Index:
     """An immutable snapshot: ids in index order, the BM25 engine, and the metadata -> positions index."""
 
-    def __init__(self, ids: list[str], docs: list[_Doc], engine: str, k1: float, b: float) -> None:
+    def __init__(self, ids: list[str], docs: list[Doc], engine: str, k1: float, b: float) -> None:
         import numpy as np
 
         self.ids = ids
@@ -201,14 +195,14 @@ class BM25KeywordStore(StoreBase):
         self.path: Path | None = None if path is None else Path(path)
         self._lock_fh: Any = None
         self._closed = False
-        saved: tuple[dict[str, Any], dict[str, _Doc]] | None = None
+        saved: tuple[dict[str, Any], dict[str, Doc]] | None = None
         if self.path is not None:
             self._acquire_lock()
             try:
-                folder = _live_folder(self.path)
-                saved = None if folder is None else _read_folder(folder)
+                folder = live_folder(self.path)
+                saved = None if folder is None else read_folder(folder)
                 if saved is not None:
-                    engine, analyzer, k1, b = _saved_settings(self.path, saved[0], engine, analyzer, k1, b)
+                    engine, analyzer, k1, b = saved_settings(self.path, saved[0], engine, analyzer, k1, b)
             except BaseException:
                 self._release_lock()
                 raise
@@ -225,7 +219,7 @@ class BM25KeywordStore(StoreBase):
         self.analyzer = analyzer or default_analyzer()
         self.k1 = float(k1)
         self.b = float(b)
-        self._docs: dict[str, _Doc] = {} if saved is None else saved[1]
+        self._docs: dict[str, Doc] = {} if saved is None else saved[1]
         self._lock = threading.RLock()
         self._index: _Index | None = None  # None: stale, rebuilt by the next search
         self._builds = 0
@@ -244,7 +238,7 @@ class BM25KeywordStore(StoreBase):
         assert self.path is not None
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            fh = open(self.path / _LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
+            fh = open(self.path / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
         except OSError as exc:
             msg = f"cannot open the BM25 store directory {self.path}: {exc}"
             raise StoreError(msg) from exc
@@ -292,7 +286,7 @@ class BM25KeywordStore(StoreBase):
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
         # Analyze (and deep-copy metadata through JSON) before touching the store, so a failure changes nothing.
         new_docs = [
-            _Doc(text, json.loads(json.dumps(meta)), tuple(self.analyzer.analyze(text)))
+            Doc(text, json.loads(json.dumps(meta)), tuple(self.analyzer.analyze(text)))
             for text, meta in zip(text_list, meta_list)
         ]
         with self._lock:
@@ -425,7 +419,7 @@ class BM25KeywordStore(StoreBase):
 
     # ------------------------------------------------------------------ persistence
 
-    def _before_write(self) -> dict[str, _Doc] | None:
+    def _before_write(self) -> dict[str, Doc] | None:
         """What a persistent store restores if saving a write fails (None: an in-memory store)."""
         if self.path is None:
             return None
@@ -434,7 +428,7 @@ class BM25KeywordStore(StoreBase):
             raise StoreError(msg)
         return dict(self._docs)
 
-    def _commit(self, before: dict[str, _Doc] | None) -> None:
+    def _commit(self, before: dict[str, Doc] | None) -> None:
         """Save the store after a write (persistent stores only); on failure undo the write in memory."""
         if self.path is None or before is None:
             return
@@ -446,31 +440,8 @@ class BM25KeywordStore(StoreBase):
             raise
 
     def _save_snapshot(self, root: Path) -> None:
-        """Write a new snapshot folder, fsync it, then switch ``CURRENT`` to it atomically; drop the old ones."""
-        import uuid
-
-        target = root / f"{_SNAPSHOT_PREFIX}{uuid.uuid4().hex}"
-        try:
-            self.save(target, durable=True)
-            pointer = root / f".{_CURRENT}.{os.getpid()}.tmp"
-            with pointer.open("w", encoding="utf-8") as fh:
-                fh.write(target.name + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(pointer, root / _CURRENT)
-            _fsync_dir(root)
-        except BaseException as exc:
-            shutil.rmtree(target, ignore_errors=True)
-            if isinstance(exc, OSError):
-                msg = f"cannot save the BM25 store to {root}: {exc}"
-                raise StoreError(msg) from exc
-            raise
-        for old in root.iterdir():  # best effort: an old snapshot left by a crash is removed by the next save
-            if old.name.startswith(_SNAPSHOT_PREFIX) and old.name != target.name:
-                shutil.rmtree(old, ignore_errors=True)
-            elif old.name in _SAVED_FILES:  # a plain save() this store was opened from
-                with contextlib.suppress(OSError):
-                    old.unlink()
+        """Write a new snapshot folder, then switch ``CURRENT`` to it atomically (see :mod:`.bm25_files`)."""
+        save_snapshot(root, lambda target: self.save(target, durable=True))
 
     def save(self, directory: str | Path, *, durable: bool = False) -> None:
         """Write the store to ``directory`` as JSON (documents, settings, vocabulary) and ``.npy`` token arrays.
@@ -483,41 +454,11 @@ class BM25KeywordStore(StoreBase):
             >>> s.save(d); BM25KeywordStore.load(d).count()
             1
         """
-        import numpy as np
-
-        root = Path(directory)
         with self._lock:
             ids = list(self._docs)
             docs = [self._docs[i] for i in ids]
-        vocab: dict[str, int] = {}
-        flat = [vocab.setdefault(t, len(vocab)) for d in docs for t in d.tokens]
-        offsets = np.cumsum([0, *(len(d.tokens) for d in docs)], dtype=np.int64)
-        meta = {
-            "format": _FORMAT,
-            "version": _FORMAT_VERSION,
-            "engine": self.engine,
-            "k1": self.k1,
-            "b": self.b,
-            "analyzer": self.analyzer.config(),
-            "vocab": list(vocab),
-        }
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            (root / "store.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-            with (root / "documents.jsonl").open("w", encoding="utf-8") as fh:
-                for doc_id, d in zip(ids, docs):
-                    fh.write(json.dumps({"id": doc_id, "text": d.text, "metadata": d.metadata}, ensure_ascii=False))
-                    fh.write("\n")
-            np.save(root / "tokens.npy", np.asarray(flat, dtype=np.int32), allow_pickle=False)
-            np.save(root / "offsets.npy", offsets, allow_pickle=False)
-            if durable:
-                for name in _SAVED_FILES:
-                    with (root / name).open("rb+") as fh:
-                        os.fsync(fh.fileno())
-                _fsync_dir(root)
-        except OSError as exc:
-            msg = f"cannot save the BM25 store to {root}: {exc}"
-            raise StoreError(msg) from exc
+        settings = {"engine": self.engine, "k1": self.k1, "b": self.b, "analyzer": self.analyzer.config()}
+        write_folder(Path(directory), ids, docs, settings, durable=durable)
 
     @classmethod
     def load(cls, directory: str | Path, *, analyzer: Analyzer | None = None) -> BM25KeywordStore:
@@ -534,72 +475,8 @@ class BM25KeywordStore(StoreBase):
             InvalidArgumentError: an analyzer different from the saved one.
         """
         root = Path(directory)
-        meta, docs = _read_folder(_live_folder(root) or root)
-        engine, analyzer, k1, b = _saved_settings(root, meta, None, analyzer, None, None)
+        meta, docs = read_folder(live_folder(root) or root)
+        engine, analyzer, k1, b = saved_settings(root, meta, None, analyzer, None, None)
         store = cls(engine=engine, analyzer=analyzer, k1=k1, b=b)
         store._docs = docs
         return store
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _live_folder(root: Path) -> Path | None:
-    """The folder holding a store's files: the snapshot ``CURRENT`` names, ``root`` itself for a plain
-    :meth:`BM25KeywordStore.save`, or None if ``root`` holds no store."""
-    pointer = root / _CURRENT
-    if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8").strip()
-        if not name.startswith(_SNAPSHOT_PREFIX) or "/" in name or "\\" in name:
-            msg = f"{pointer} is corrupt (it names {name!r})"
-            raise StoreError(msg)
-        return root / name
-    return root if (root / "store.json").is_file() else None
-
-
-def _read_folder(root: Path) -> tuple[dict[str, Any], dict[str, _Doc]]:
-    """The settings and documents saved in ``root`` (no pickle)."""
-    import numpy as np
-
-    try:
-        meta = json.loads((root / "store.json").read_text(encoding="utf-8"))
-        if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
-            msg = f"{root} does not hold a BM25KeywordStore (format {meta.get('format')!r})"
-            raise StoreError(msg)
-        rows = [json.loads(line) for line in (root / "documents.jsonl").read_text(encoding="utf-8").splitlines()]
-        flat = np.load(root / "tokens.npy", allow_pickle=False)
-        offsets = np.load(root / "offsets.npy", allow_pickle=False)
-        if len(offsets) != len(rows) + 1:
-            msg = f"{root}: {len(rows)} documents but {len(offsets) - 1} token lists"
-            raise StoreError(msg)
-        vocab = meta["vocab"]
-        docs = {}
-        for i, row in enumerate(rows):
-            tokens = tuple(vocab[t] for t in flat[offsets[i] : offsets[i + 1]].tolist())
-            docs[row["id"]] = _Doc(row["text"], row["metadata"], tokens)
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        msg = f"cannot load a BM25 store from {root}: {exc}"
-        raise StoreError(msg) from exc
-    return meta, docs
-
-
-def _saved_settings(
-    root: Path, meta: dict[str, Any], engine: str | None, analyzer: Analyzer | None, k1: float | None,
-    b: float | None,
-) -> tuple[Any, Analyzer, float, float]:
-    """The saved engine, analyzer, k1 and b; a setting asked for that differs from the saved one is an error."""
-    for name, given in (("engine", engine), ("k1", k1), ("b", b)):
-        if given is not None and given != meta[name]:
-            msg = f"{root} holds a BM25 store with {name}={meta[name]!r}, not {given!r}"
-            raise InvalidArgumentError(msg)
-    if analyzer is None:
-        analyzer = Analyzer.from_config(meta["analyzer"])
-    elif analyzer.config() != meta["analyzer"]:
-        msg = f"{root} was indexed with another analyzer ({meta['analyzer']})"
-        raise InvalidArgumentError(msg)
-    return meta["engine"], analyzer, meta["k1"], meta["b"]
