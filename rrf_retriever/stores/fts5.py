@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -48,6 +46,7 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreEr
 from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope
 from rrf_retriever.stores import fts5_sql as sql
 from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.sqlite_pool import Connection, SQLiteConnections
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
@@ -63,16 +62,6 @@ MatchMode = Literal["or", "and_or"]
 
 # SQLite's default limit on bound parameters is 32766 (>= 3.32); stay well below it.
 _CHUNK = 500
-# Idle connections a file store keeps for the next calls; more concurrent calls open more, closed on return.
-_POOL_SIZE = 8
-
-
-class _Connection(sqlite3.Connection):
-    """A pooled connection with its document-frequency cache: ``((generation, data_version), {token: df})``."""
-
-    df_cache: tuple[tuple[int, int], dict[str, int]] | None = None
-
-
 class FTS5KeywordStore(StoreBase):
     """A BM25 keyword store on SQLite FTS5 (stdlib ``sqlite3`` only).
 
@@ -150,13 +139,7 @@ class FTS5KeywordStore(StoreBase):
         self.mode: MatchMode = mode
         self.timeout = float(timeout)
         self.skip_common_terms = skip_common_terms
-        self._memory = self.path == ":memory:"
-        self._write_lock = threading.RLock()
-        self._pool_lock = threading.Lock()
-        self._idle: list[_Connection] = []
-        self._shared: _Connection | None = None
-        self._closed = False
-        self._generation = 0  # bumped by every commit of this store: drops the df caches
+        self._db = SQLiteConnections(self.path, self.timeout, "FTS5 store")
         self.schema_version = 0
         try:
             self.analyzer = self._init_schema(analyzer)
@@ -169,94 +152,6 @@ class FTS5KeywordStore(StoreBase):
         self.field_weights = {name: float(weights.get(name, 1.0)) for name in self.fields}
         self._weights = [self.field_weights[f] for f in self.fields]
 
-    # ------------------------------------------------------------------ connections and transactions
-
-    def _connect(self) -> _Connection:
-        conn: Any = None
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False, factory=_Connection
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            if not self._memory:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-            return conn  # type: ignore[no-any-return]
-        except (sqlite3.Error, ValueError) as exc:
-            if conn is not None:
-                conn.close()
-            if isinstance(exc, sqlite3.OperationalError):
-                raise self._translate(exc, "open") from exc
-            msg = f"cannot open the FTS5 store at {self.path!r}: {exc}"
-            raise StoreUnavailableError(msg) from exc
-
-    @contextmanager
-    def _connection(self) -> Iterator[_Connection]:
-        """A connection for one call. ``":memory:"``: the shared one (the caller holds the lock). A file: an
-        idle pooled one or a new one, given back afterwards (closed if the pool is full or the store closed),
-        so a thread that dies holds nothing open."""
-        if self._closed:
-            msg = "this FTS5 store is closed"
-            raise StoreError(msg)
-        if self._memory:
-            if self._shared is None:
-                self._shared = self._connect()
-            yield self._shared
-            return
-        with self._pool_lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._connect()
-        try:
-            yield conn
-        finally:
-            with self._pool_lock:
-                keep = not self._closed and len(self._idle) < _POOL_SIZE and not conn.in_transaction
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
-
-    def _translate(self, exc: sqlite3.Error, action: str) -> StoreError:
-        return sql.store_error(exc, f"the FTS5 store {self.path!r}", action, self.timeout)
-
-    @contextmanager
-    def _write(self, action: str) -> Iterator[_Connection]:
-        """One IMMEDIATE transaction (the write lock is taken up front); rolled back whole on any error."""
-        with self._write_lock, self._connection() as conn:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self._translate(exc, action) from exc
-            try:
-                yield conn
-                conn.execute("COMMIT")
-                self._generation += 1
-            except BaseException as exc:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the transaction is already gone; the error below says why
-                if isinstance(exc, sqlite3.Error):
-                    raise self._translate(exc, action) from exc
-                raise
-
-    @contextmanager
-    def _read(self, action: str) -> Iterator[_Connection]:
-        # ":memory:" shares one connection: reads take the lock too. Files: WAL readers run concurrently.
-        lock = self._write_lock if self._memory else None
-        if lock is not None:
-            lock.acquire()
-        try:
-            with self._connection() as conn:
-                try:
-                    yield conn
-                except sqlite3.Error as exc:
-                    raise self._translate(exc, action) from exc
-        finally:
-            if lock is not None:
-                lock.release()
-
     def close(self) -> None:
         """Close every connection this store opened; one lent to a call still running is closed when that call
         ends. The store cannot be used afterwards.
@@ -264,16 +159,7 @@ class FTS5KeywordStore(StoreBase):
         Example:
             >>> FTS5KeywordStore().close()
         """
-        with self._pool_lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        with self._write_lock:  # ":memory:" calls hold it while they use the shared connection
-            shared, self._shared = self._shared, None
-        for conn in [*idle, *([shared] if shared is not None else [])]:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass  # closing is best effort
+        self._db.close()
 
     def __repr__(self) -> str:
         return f"FTS5KeywordStore(path={self.path!r}, table={self.table!r}, fields={self.fields}, mode={self.mode!r})"
@@ -283,7 +169,7 @@ class FTS5KeywordStore(StoreBase):
     def _init_schema(self, analyzer: Analyzer | None) -> Analyzer:
         sql.check_analyzer(analyzer)
         meta = self.tables.meta
-        with self._write("create its tables") as conn:
+        with self._db.write("create its tables") as conn:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             saved = dict(conn.execute(f"SELECT key, value FROM {meta}").fetchall())
             if saved:
@@ -397,7 +283,7 @@ class FTS5KeywordStore(StoreBase):
         fields = sql.field_values(self.fields, text_list, meta_list, strict=self._fields_given)
         field_values = [[self.analyzer.normalize(v) for v in row] for row in fields]
         t = self.tables
-        with self._write("add documents") as conn:
+        with self._db.write("add documents") as conn:
             removed = self._delete_in(conn, id_list)
             first = conn.execute(f"SELECT coalesce(max(rowid), 0) + 1 FROM {t.docs}").fetchone()[0]
             rowids = range(first, first + len(id_list))
@@ -428,7 +314,7 @@ class FTS5KeywordStore(StoreBase):
         """
         id_list = check_ids(ids)
         if id_list:
-            with self._write("delete documents") as conn:
+            with self._db.write("delete documents") as conn:
                 self._bump_count(conn, -self._delete_in(conn, id_list))
 
     def _delete_in(self, conn: sqlite3.Connection, id_list: list[str]) -> int:
@@ -455,7 +341,7 @@ class FTS5KeywordStore(StoreBase):
         Example:
             >>> FTS5KeywordStore().optimize()
         """
-        with self._write("optimize") as conn:
+        with self._db.write("optimize") as conn:
             conn.execute(f"INSERT INTO {self.tables.fts} ({self.tables.fts}) VALUES ('optimize')")
 
     # ------------------------------------------------------------------ reads
@@ -467,7 +353,7 @@ class FTS5KeywordStore(StoreBase):
             >>> FTS5KeywordStore().count()
             0
         """
-        with self._read("count") as conn:
+        with self._db.read("count") as conn:
             return self._count(conn)
 
     def _count(self, conn: sqlite3.Connection) -> int:
@@ -482,7 +368,7 @@ class FTS5KeywordStore(StoreBase):
         """
         id_list = check_ids(ids)
         found: dict[str, Record] = {}
-        with self._read("get documents") as conn:
+        with self._db.read("get documents") as conn:
             for start in range(0, len(id_list), _CHUNK):
                 chunk = id_list[start : start + _CHUNK]
                 rows = conn.execute(
@@ -501,14 +387,14 @@ class FTS5KeywordStore(StoreBase):
             2
         """
         check_str(term, "term")
-        with self._read("count a term's documents") as conn:
+        with self._db.read("count a term's documents") as conn:
             return self._doc_freq(conn, term)
 
-    def _doc_freq(self, conn: _Connection, term: str) -> int:
+    def _doc_freq(self, conn: Connection, term: str) -> int:
         token = sql.fts_token(term)
         if token is None:
             return 0
-        version = (self._generation, conn.execute("PRAGMA data_version").fetchone()[0])
+        version = (self._db.generation, conn.execute("PRAGMA data_version").fetchone()[0])
         cache = conn.df_cache
         if cache is None or cache[0] != version or len(cache[1]) > 100_000:
             cache = conn.df_cache = (version, {})
@@ -547,7 +433,7 @@ class FTS5KeywordStore(StoreBase):
         if limit == 0 or not terms:
             return []
         scope, params = sql.scope_sql(flt, excluded, self.table)
-        with self._read("search") as conn:
+        with self._db.read("search") as conn:
             if self.mode == "and_or" and len(set(terms)) > 1:
                 hits = self._ranked(conn, match_expression(list(dict.fromkeys(terms)), "AND"), limit, scope, params)
                 if len(hits) < limit:
@@ -556,7 +442,7 @@ class FTS5KeywordStore(StoreBase):
                 return hits
             return self._search_or(conn, terms, limit, scope, params)
 
-    def _search_or(self, conn: _Connection, terms: list[str], limit: int, scope: str, params: list[Any]) -> list[Hit]:
+    def _search_or(self, conn: Connection, terms: list[str], limit: int, scope: str, params: list[Any]) -> list[Hit]:
         informative, flat = [], []
         if self.skip_common_terms:
             informative, flat = sql.split_by_idf(terms, lambda t: self._doc_freq(conn, t), self._count(conn))
@@ -572,7 +458,7 @@ class FTS5KeywordStore(StoreBase):
             params = [*params, json.dumps([h.id for h in hits], ensure_ascii=False)]
         return hits + self._ranked(conn, match_expression(terms), limit - len(hits), scope, params)
 
-    def _ranked(self, conn: _Connection, match: str | None, limit: int, scope: str, params: list[Any]) -> list[Hit]:
+    def _ranked(self, conn: Connection, match: str | None, limit: int, scope: str, params: list[Any]) -> list[Hit]:
         rows = conn.execute(sql.ranked_sql(self.table, self._weights, scope), [match, *params, limit]).fetchall()
         return [Hit(doc_id, text, json.loads(meta), -float(s)) for doc_id, text, meta, s in rows]
 
