@@ -57,11 +57,9 @@ __all__ = [
     "metric_value",
     "paired_bootstrap_ci",
     "parse_metric",
-    "register_tune_command",
     "save_settings",
     "saved_settings",
     "tune",
-    "tune_index",
 ]
 
 #: Per-query metrics this module computes (the ``metric`` argument is ``"<name>@<cutoff>"``, e.g. ``"ndcg@10"``).
@@ -700,77 +698,3 @@ def save_settings(index_dir: str | os.PathLike[str], engine: Any, report: TuneRe
 
     return save_manifest(index_dir, engine, **{MANIFEST_SETTINGS_KEY: report.chosen.to_dict(),
                                               MANIFEST_TUNING_KEY: report.summary()})
-
-
-# ---- the CLI ----------------------------------------------------------------------------------------------------
-
-
-def tune_index(
-    index_dir: str | os.PathLike[str],
-    data: str | os.PathLike[str],
-    *,
-    split: str = "test",
-    metric: str = "ndcg@10",
-    folds: int = 5,
-    seed: int = 0,
-    apply: bool = True,
-    max_queries: int | None = None,
-    ignore_identical_ids: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-) -> TuneReport:
-    """``rrf-retriever tune -d INDEX BEIR_DIR`` without the console: open the index, tune on the folder's judged
-    queries (their ``metadata.filter`` applied), save an applied setting in the manifest, close the index."""
-    from rrf_retriever.layout import close_engine, open_index, read_manifest
-
-    queries, qrels = load_judged_queries(data, split)
-    if max_queries is not None:
-        qrels = dict(list(qrels.items())[:max_queries])
-    engine = open_index(index_dir)
-    try:
-        current = saved_settings(read_manifest(index_dir))
-        if current:  # until open_index applies them itself: tune from what the index uses
-            engine.update_settings(**current)
-        return tune(engine, queries, qrels, metric, folds, apply=apply, index_dir=index_dir if apply else None,
-                    seed=seed, ignore_identical_ids=ignore_identical_ids, progress=progress)
-    finally:
-        close_engine(engine)
-
-
-def register_tune_command(app: Any, user_errors: Callable[[], Any]) -> None:
-    """Add ``tune`` to the ``rrf-retriever`` typer app (``user_errors``: the CLI's error-to-exit-2 context)."""
-    import sys
-
-    import typer
-
-    from rrf_retriever.apps.console import check_beir_files, console, progress_bar
-
-    @app.command("tune")
-    def tune_command(
-        data: Path = typer.Argument(..., metavar="BEIR_DIR", show_default=False,
-                                    help="A BEIR folder with judged queries (queries.jsonl, qrels/<split>.tsv); a "
-                                         "query's metadata.filter is applied."),
-        index_dir: Path = typer.Option(..., "--index-dir", "-d", help="The index directory.", show_default=False),
-        split: str = typer.Option("test", help="The qrels split."),
-        metric: str = typer.Option("ndcg@10", help="ndcg@K, mrr@K, recall@K, precision@K, map@K or hit_rate@K."),
-        folds: int = typer.Option(5, help="Folds of the cross-validation."),
-        seed: int = typer.Option(0, help="Seed of the fold split and the bootstrap."),
-        max_queries: int | None = typer.Option(None, help="Use only the first N judged queries."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Report only: change and save nothing."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    ) -> None:
-        """Fit rrf_k, weights, fusion and fetch depth to judged queries (k-fold CV, paired bootstrap); a significant
-        gain is saved in the index manifest, otherwise the current settings stay."""
-        with user_errors():
-            check_beir_files(data, split)
-            with progress_bar() as bar:
-                task = bar.add_task("searching each leg", total=None)
-                report = tune_index(index_dir, data, split=split, metric=metric, folds=folds, seed=seed,
-                                    apply=not dry_run, max_queries=max_queries,
-                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
-        if as_json:
-            sys.stdout.write(json.dumps(report.to_dict()) + "\n")
-            return
-        from rich.markdown import Markdown
-
-        console.print(Markdown(report.to_markdown()))
-

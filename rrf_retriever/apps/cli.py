@@ -40,10 +40,10 @@ from rrf_retriever.apps.console import (
     progress_bar,
     trace_table,
 )
+from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.scope import normalize_filter, parse_filter_item
-from rrf_retriever.tuning import register_tune_command
 from rrf_retriever.validate import check_number
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]

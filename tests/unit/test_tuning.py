@@ -384,8 +384,8 @@ def test_the_grid_for_other_legs() -> None:
 def cli_app() -> Any:
     import typer
 
+    from rrf_retriever.apps.tune_command import register_tune_command
     from rrf_retriever.errors import RRFRetrieverError
-    from rrf_retriever.tuning import register_tune_command
 
     pytest.importorskip("rich")
     from rrf_retriever.apps.console import UsageError
