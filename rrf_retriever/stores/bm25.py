@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -52,7 +51,6 @@ from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     StoreError,
-    StoreLockedError,
     missing_dependency,
 )
 from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
@@ -66,6 +64,7 @@ from rrf_retriever.stores.bm25_files import (
     saved_settings,
     write_folder,
 )
+from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
@@ -233,28 +232,13 @@ class BM25KeywordStore(StoreBase):
     # ------------------------------------------------------------------ lifecycle
 
     def _acquire_lock(self) -> None:
-        import fcntl
-
-        assert self.path is not None
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            fh = open(self.path / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
-        except OSError as exc:
-            msg = f"cannot open the BM25 store directory {self.path}: {exc}"
-            raise StoreError(msg) from exc
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            fh.close()
-            msg = f"the BM25 store at {self.path} is open elsewhere (in this or another process); close it first"
-            raise StoreLockedError(msg) from exc
-        self._lock_fh = fh
+        if self.path is None:  # an in-memory store has no directory to lock
+            return
+        self._lock_fh = lock_directory(self.path / LOCK_FILE, f"the BM25 store at {self.path}")
 
     def _release_lock(self) -> None:
         fh, self._lock_fh = self._lock_fh, None
-        if fh is not None:
-            with contextlib.suppress(OSError):
-                fh.close()  # closing the descriptor releases the flock
+        release(fh)
 
     def close(self) -> None:
         """Release the directory lock of a persistent store (its files are always up to date). Reads still work

@@ -12,7 +12,6 @@ qdrant-edge 0.9 reads a Python ``bool`` in ``MatchValue`` as an integer (``True`
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -22,7 +21,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.errors import StoreError, StoreLockedError, StoreUnavailableError
+from rrf_retriever.errors import StoreError, StoreUnavailableError
+from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, METADATA_KEY, UPSERT_BATCH, QdrantStoreBase
 
 __all__ = ["QdrantEdgeDenseStore"]
@@ -110,21 +110,11 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
             raise
 
     def _acquire_lock(self) -> None:
-        fh = open(self.path / _LOCK_FILE, "a+")  # noqa: SIM115 - held open for the store's life
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            fh.close()
-            msg = f"the store at {self.path} is open elsewhere (in this or another process); close it first"
-            raise StoreLockedError(msg) from exc
-        self._lock_fh = fh
+        self._lock_fh = lock_directory(self.path / _LOCK_FILE, f"the store at {self.path}")
 
     def _release_lock(self) -> None:
-        if self._lock_fh is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
-            self._lock_fh.close()
-            self._lock_fh = None
+        fh, self._lock_fh = self._lock_fh, None
+        release(fh)
 
     def _open_existing(self) -> None:
         meta_file = self.path / _META_FILE
