@@ -49,8 +49,8 @@ def lock_directory(lock_file: Path, what: str) -> IO[Any]:
 
 
 def release(fh: IO[Any] | None) -> None:
-    """Release a lock taken by :func:`lock_directory` (None: nothing to release)."""
-    if fh is None:
+    """Release a lock taken by :func:`lock_directory` (None or already released: nothing to do)."""
+    if fh is None or fh.closed:
         return
     with contextlib.suppress(OSError):
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
