@@ -45,27 +45,33 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, str, str, dict[str, Any]]]:
     ``{id, text, metadata}`` jsonl; a bad line is a :class:`UsageError` naming it."""
     from rrf_retriever.evaluation import doc_text
 
+    for line_no, row in _json_lines(path):
+        doc_id = row.get("_id", row.get("id")) if isinstance(row, dict) else None
+        if doc_id is None or not isinstance(row.get("text"), str):
+            msg = f"{path}:{line_no}: each line needs an 'id' (or BEIR '_id') and a 'text' string"
+            raise UsageError(msg)
+        metadata = row.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            msg = f"{path}:{line_no}: 'metadata' must be an object"
+            raise UsageError(msg)
+        metadata = dict(metadata)
+        if row.get("title"):
+            metadata.setdefault("title", row["title"])
+        yield line_no, str(doc_id), doc_text(row), metadata
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` of each non-blank line of a jsonl file; a line that is not JSON is a
+    :class:`UsageError` naming it."""
     with path.open(encoding="utf-8") as fh:
         for line_no, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                yield line_no, json.loads(line)
             except json.JSONDecodeError as exc:
                 msg = f"{path}:{line_no}: not valid JSON ({exc.msg})"
                 raise UsageError(msg) from None
-            doc_id = row.get("_id", row.get("id")) if isinstance(row, dict) else None
-            if doc_id is None or not isinstance(row.get("text"), str):
-                msg = f"{path}:{line_no}: each line needs an 'id' (or BEIR '_id') and a 'text' string"
-                raise UsageError(msg)
-            metadata = row.get("metadata") or {}
-            if not isinstance(metadata, dict):
-                msg = f"{path}:{line_no}: 'metadata' must be an object"
-                raise UsageError(msg)
-            metadata = dict(metadata)
-            if row.get("title"):
-                metadata.setdefault("title", row["title"])
-            yield line_no, str(doc_id), doc_text(row), metadata
 
 
 def _check_jsonl(path: Path) -> int:
@@ -150,19 +156,11 @@ def check_beir_files(root: Path, split: str) -> None:
             raise UsageError(msg)
     query_ids: set[str] = set()
     try:
-        with queries_file.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    msg = f"{queries_file}:{line_no}: not valid JSON ({exc.msg})"
-                    raise UsageError(msg) from None
-                if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
-                    msg = f"{queries_file}:{line_no}: each line needs an '_id' and a 'text' string"
-                    raise UsageError(msg)
-                query_ids.add(str(row["_id"]))
+        for line_no, row in _json_lines(queries_file):
+            if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
+                msg = f"{queries_file}:{line_no}: each line needs an '_id' and a 'text' string"
+                raise UsageError(msg)
+            query_ids.add(str(row["_id"]))
         judged = set()
         with qrels_file.open(encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, 1):
