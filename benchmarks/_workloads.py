@@ -183,17 +183,6 @@ def open_crash_stack(directory: Path) -> HybridEngine:
     return HybridEngine({"dense": dense, "keyword": keyword}, journal=Journal(directory / "journal.sqlite3"))
 
 
-def close_engine(engine: HybridEngine) -> None:
-    """Close the engine's stores and journal (releases the edge directory lock)."""
-    engine.close()
-    for leg in engine.legs.values():
-        store = getattr(leg, "store", None)
-        if store is not None and hasattr(store, "close"):
-            store.close()
-    if engine.journal is not None:
-        engine.journal.close()
-
-
 def verify_crash_dir(directory: Path, candidate_ids: list[str]) -> dict[str, Any]:
     """Reopen (which redoes any pending batch) and check both stores hold the same, complete documents."""
     engine = open_crash_stack(directory)
@@ -224,7 +213,7 @@ def verify_crash_dir(directory: Path, candidate_ids: list[str]) -> dict[str, Any
         pending = len(engine.journal.pending()) if engine.journal is not None else 0
         return {"documents": len(kw), "problems": problems, "pending_after_open": pending}
     finally:
-        close_engine(engine)
+        engine.close()
 
 
 def run_crash_safety(kills: int, seed: int, directory: Path | None = None, max_docs: int = 4000,

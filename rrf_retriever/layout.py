@@ -36,7 +36,7 @@ The CLI and the settings service open an index with :func:`open_index` and get a
 Example:
     >>> engine = create_index("/tmp/idx", embedder="hashing:64")  # doctest: +SKIP
     >>> engine.add(["a"], ["hybrid search"]); save_manifest("/tmp/idx", engine)  # doctest: +SKIP
-    >>> close_engine(engine); open_index("/tmp/idx").search("hybrid").ids  # doctest: +SKIP
+    >>> engine.close(); open_index("/tmp/idx").search("hybrid").ids  # doctest: +SKIP
     ['a']
 """
 
@@ -67,7 +67,6 @@ __all__ = [
     "QDRANT_EDGE_DIR",
     "IndexDirectoryError",
     "IndexStores",
-    "close_engine",
     "create_index",
     "describe_embedding",
     "embedder_spec",
@@ -665,15 +664,6 @@ def save_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra: A
     if manifest.get("updated") is None:  # pragma: no cover - every manifest has one
         manifest["updated"] = _now()
     return manifest
-
-
-def close_engine(engine: HybridEngine) -> None:
-    """Close the engine's worker threads and its stores (releases the Qdrant folder lock)."""
-    engine.close()
-    for leg in engine.legs.values():
-        close = getattr(getattr(leg, "store", None), "close", None)
-        if callable(close):
-            close()
 
 
 def _now() -> str:

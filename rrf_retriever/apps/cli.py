@@ -197,7 +197,7 @@ def index_command(
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
-    from rrf_retriever.layout import close_engine, create_index, refresh_manifest, save_manifest
+    from rrf_retriever.layout import create_index, refresh_manifest, save_manifest
 
     with _user_errors():
         total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
@@ -211,7 +211,7 @@ def index_command(
                 refresh_manifest(index_dir, engine)
             raise
         finally:
-            close_engine(engine)
+            engine.close()
     console.print(f"indexed {done} document(s) from {path}; {index_dir} now holds {manifest['doc_count']} "
                   f"(embedder {manifest['embedder']})", highlight=False)
 
@@ -244,7 +244,7 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
     """Search an index: dense and keyword legs, fused with weighted RRF."""
-    from rrf_retriever.layout import close_engine, open_index
+    from rrf_retriever.layout import open_index
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -259,7 +259,7 @@ def search_command(
             result = engine.search(query, top_k=top_k, filter=flt, exclude_ids=exclude or None, weights=weights,
                                    offset=offset, pinned_ids=pinned or None, score_threshold=threshold)
         finally:
-            close_engine(engine)
+            engine.close()
     if as_json:
         sys.stdout.write(json.dumps({"query": query, **result.to_dict()}, ensure_ascii=False) + "\n")
         return
@@ -295,7 +295,7 @@ def eval_command(
     If --index-dir holds no index yet, the folder's corpus is indexed into it first.
     """
     from rrf_retriever.evaluation import evaluate, load_beir
-    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, refresh_manifest
+    from rrf_retriever.layout import MANIFEST_FILE, create_index, open_index, refresh_manifest
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -316,7 +316,7 @@ def eval_command(
             finally:
                 with suppress(Exception):
                     refresh_manifest(index_dir, engine)
-                close_engine(engine)
+                engine.close()
         engine = open_index(index_dir)
         try:
             if rrf_k is not None:
@@ -332,7 +332,7 @@ def eval_command(
                     run[qid] = {h.id: h.score for h in result.hits}
                     progress.update(task, advance=1)
         finally:
-            close_engine(engine)
+            engine.close()
         metrics = evaluate(run, qrels, ignore_identical_ids=not keep_self_matches)
     if as_json:
         sys.stdout.write(json.dumps({"dataset": dataset.name, "split": split, "queries": len(queries),
@@ -380,7 +380,7 @@ def serve_command(
                                         help="Largest request body in bytes (default 1 MiB); larger is a 413."),
 ) -> None:
     """Serve /settings, /search (GET and POST), /documents (POST, DELETE) and /health over an index (extra: server)."""
-    from rrf_retriever.layout import close_engine, open_index
+    from rrf_retriever.layout import open_index
 
     with _user_errors():
         from rrf_retriever.apps.service import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, create_app
@@ -398,7 +398,7 @@ def serve_command(
             service = create_app(engine, api_key=api_key, allowed_hosts=hosts, index_path=index_dir,
                                  max_body=DEFAULT_MAX_BODY if max_body is None else max_body)
         except BaseException:
-            close_engine(engine)
+            engine.close()
             raise
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         err_console.print(f"[yellow]warning:[/yellow] serving on {rich_escape(host)} without --api-key",
@@ -406,7 +406,7 @@ def serve_command(
     try:
         uvicorn.run(service, host=host, port=port)
     finally:
-        close_engine(engine)
+        engine.close()
 
 
 @app.command("demo")

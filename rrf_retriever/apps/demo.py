@@ -110,7 +110,7 @@ def _corpus_rows(path: Path) -> list[dict[str, Any]]:
 def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any) -> tuple[Any, bool, float]:
     """Open the cached demo index if it matches the corpus; else (re)build it. Returns (engine, reused, seconds)."""
     from rrf_retriever.apps.console import index_documents, iter_documents
-    from rrf_retriever.layout import MANIFEST_FILE, close_engine, create_index, open_index, read_manifest, save_manifest
+    from rrf_retriever.layout import MANIFEST_FILE, create_index, open_index, read_manifest, save_manifest
 
     corpus_hash = hashlib.sha256(corpus.read_bytes()).hexdigest()
     expected_count = len(_corpus_rows(corpus))
@@ -127,7 +127,7 @@ def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any)
             counts = engine.count()
             if set(counts.values()) == {expected_count}:
                 return engine, True, 0.0
-            close_engine(engine)
+            engine.close()
     if index_dir.exists():
         if (index_dir / MANIFEST_FILE).is_file() or not any(index_dir.iterdir()):
             shutil.rmtree(index_dir)  # only ever a directory that holds an index (ours) or nothing
@@ -220,8 +220,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     from rich.markup import escape
 
     from rrf_retriever.apps.console import hits_table
-    from rrf_retriever.layout import close_engine
-
+    
     started = time.perf_counter()
     console = console or Console()
     index_dir = Path(index_dir) if index_dir is not None else default_demo_index_dir()
@@ -301,7 +300,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
             highlight=False,
         )
     finally:
-        close_engine(engine)
+        engine.close()
     return DemoReport(index_dir, reused, doc_count, total, rates, index_seconds, query_seconds,
                       time.perf_counter() - started, zero_info, session_info, top1)
 

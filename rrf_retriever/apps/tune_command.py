@@ -33,7 +33,7 @@ def tune_index(
 ) -> TuneReport:
     """``rrf-retriever tune -d INDEX BEIR_DIR`` without the console: open the index, tune on the folder's judged
     queries (their ``metadata.filter`` applied), save an applied setting in the manifest, close the index."""
-    from rrf_retriever.layout import close_engine, open_index
+    from rrf_retriever.layout import open_index
 
     queries, qrels = load_judged_queries(data, split)
     if max_queries is not None:
@@ -43,7 +43,7 @@ def tune_index(
         return tune(engine, queries, qrels, metric, folds, apply=apply, index_dir=index_dir if apply else None,
                     seed=seed, ignore_identical_ids=ignore_identical_ids, progress=progress)
     finally:
-        close_engine(engine)
+        engine.close()
 
 
 def register_tune_command(app: Any, user_errors: Callable[[], Any]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rrf_retriever.layout import close_engine, create_index, read_manifest, save_manifest
+from rrf_retriever.layout import create_index, read_manifest, save_manifest
 from tests.integrations._server import free_port
 
 KEY = "cli-key-123"
@@ -26,7 +26,7 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     engine = create_index(root, embedder="hashing:32")
     engine.add(["a", "b"], ["backup restore snapshot", "password reset login"], [{"session_id": 1}, {"session_id": 2}])
     save_manifest(root, engine)
-    close_engine(engine)
+    engine.close()
     return root
 
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from rrf_retriever.apps.service import MAX_DOCUMENTS_PER_REQUEST, create_app
-from rrf_retriever.layout import close_engine, create_index, open_index, read_manifest
+from rrf_retriever.layout import create_index, open_index, read_manifest
 from tests.integrations._server import running_server
 
 
@@ -22,7 +22,7 @@ def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path, Any]]:
     assert engine.journal is not None
     with running_server(create_app(engine, index_path=root)) as url, httpx.Client(base_url=url, timeout=30) as c:
         yield c, root, engine
-    close_engine(engine)
+    engine.close()
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -61,14 +61,14 @@ def test_writes_survive_a_reopen(tmp_path: Path) -> None:
     engine = create_index(root, embedder="hashing:32")
     with running_server(create_app(engine, index_path=root)) as url, httpx.Client(base_url=url, timeout=30) as c:
         assert c.post("/documents", json={"documents": _docs(5)}).status_code == 200
-    close_engine(engine)
+    engine.close()
     again = open_index(root)
     try:
         assert again.count() == {"dense": 5, "keyword": 5}
         assert again.search("api token", top_k=10).ids
         assert again.journal is not None and not again.journal.pending()
     finally:
-        close_engine(again)
+        again.close()
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def fused_rank(engine: Any, query: str, doc_id: str, **kwargs: Any) -> tuple[int
 
 def test_the_why_texts_say_what_the_tables_show(demo_run: tuple) -> None:
     """Each number a 'why' states is what the demo computes (with the shipped defaults)."""
-    from rrf_retriever.layout import close_engine, open_index
+    from rrf_retriever.layout import open_index
 
     first, text, _, _ = demo_run
     queries = {q.query: q for q in load_demo_queries()}
@@ -109,7 +109,7 @@ def test_the_why_texts_say_what_the_tables_show(demo_run: tuple) -> None:
         assert fused_rank(engine, q.query, "tkt-2424")[1] == {"dense": 23, "keyword": 2} and "23rd" in q.why
         assert "2nd" in q.why and "tie" in q.why
     finally:
-        close_engine(engine)
+        engine.close()
     # The filtered query's table says it is filtered, and a relevant document missing from a table is located.
     assert re.search(r"8\. certificate pin mismatch\s.*filter", text)
     assert re.search(r"doc-device-revoke.*9th", " ".join(text.split()))

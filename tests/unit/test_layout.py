@@ -16,7 +16,7 @@ from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.apps.cli import app
 from rrf_retriever.embeddings import CallableEmbedding, HashingEmbedding
 from rrf_retriever.errors import StoreError
-from rrf_retriever.layout import MANIFEST_FILE, IndexDirectoryError, close_engine, open_index, read_manifest
+from rrf_retriever.layout import MANIFEST_FILE, IndexDirectoryError, open_index, read_manifest
 
 TEXTS = ["alpha rockets launch at dawn", "beta gardens grow tomatoes", "gamma rays from distant stars"]
 META = [{"s": 1}, {"s": 2}, {"s": 3}]
@@ -57,7 +57,7 @@ def test_bm25_keyword_leg_is_saved_and_reopened_with_the_same_counts_and_results
     try:
         assert engine.count() == {"dense": 3, "keyword": 3}
     finally:
-        close_engine(engine)
+        engine.close()
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_doc_count_is_refreshed_from_the_stores_on_open(tmp_path: Path) -> None:
     with build(tmp_path) as r:
         r.add_texts(["delta more documents"], ids=["d"])  # a write the manifest does not see
     engine = open_index(tmp_path)
-    close_engine(engine)
+    engine.close()
     assert read_manifest(tmp_path)["doc_count"] == 4
 
 

@@ -338,7 +338,7 @@ def test_a_filter_is_applied_inside_the_legs(demo_engine: HybridEngine) -> None:
 
 
 def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> None:
-    from rrf_retriever.layout import close_engine, create_index, open_index, read_manifest
+    from rrf_retriever.layout import create_index, open_index, read_manifest
 
     index = tmp_path / "idx"
     engine = create_index(index, embedder="hashing:256")
@@ -351,7 +351,7 @@ def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> No
         queries = {f"q{i}": "the what E4107" for i in range(6)}
         report = tune(engine, queries, {q: {"rel": 1} for q in queries}, "mrr@1", folds=3)
     finally:
-        close_engine(engine)
+        engine.close()
     assert report.applied and report.saved_to == str(index)
     assert {s.fetch_k for s, _ in report.grid} == {None, 20, 40}  # x top_k 10, not x the metric's cutoff 1
     manifest = read_manifest(index)
@@ -364,7 +364,7 @@ def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> No
         assert Setting.of(engine.settings) == report.chosen
         assert engine.search("the what E4107", top_k=1).hits[0].id == "rel"
     finally:
-        close_engine(engine)
+        engine.close()
 
 
 def test_the_grid_for_other_legs() -> None:
@@ -411,7 +411,7 @@ def cli_app() -> Any:
 
 
 def _demo_index(path: Path) -> Path:
-    from rrf_retriever.layout import close_engine, create_index
+    from rrf_retriever.layout import create_index
 
     ds = load_beir(demo_eval_dir())
     engine = create_index(path, embedder="hashing:64")
@@ -419,7 +419,7 @@ def _demo_index(path: Path) -> Path:
         ids = list(ds.corpus)
         engine.add(ids, [doc_text(ds.corpus[d]) for d in ids], [ds.corpus[d]["metadata"] for d in ids])
     finally:
-        close_engine(engine)
+        engine.close()
     return path
 
 
