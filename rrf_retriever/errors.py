@@ -19,6 +19,7 @@ __all__ = [
     "EngineClosedError",
     "FilterError",
     "InvalidArgumentError",
+    "InvalidFilterError",
     "InvalidTypeError",
     "MissingDependencyError",
     "RRFRetrieverError",
@@ -40,8 +41,13 @@ class InvalidTypeError(RRFRetrieverError, TypeError):
     """An argument has the wrong type (a query that is not a string, ...)."""
 
 
-class FilterError(InvalidArgumentError):
-    """A metadata filter or an ``exclude_ids`` list is malformed."""
+class InvalidFilterError(InvalidArgumentError):
+    """A metadata filter or an ``exclude_ids`` list is malformed (an unknown ``$`` operator, a range bound that is
+    not a number, ...): the search is refused, never run unscoped."""
+
+
+#: The former name of :class:`InvalidFilterError`: the same class, so ``except FilterError`` keeps working.
+FilterError = InvalidFilterError
 
 
 class MissingDependencyError(RRFRetrieverError, ImportError):

@@ -60,6 +60,10 @@ class Leg:
         """A reason not to call this leg for ``query`` (None: call it)."""
         return None
 
+    def scope_note(self, limit: int, flt: NormalizedFilter | None, exclude_ids: frozenset[str]) -> str | None:
+        """What the trace should say about how this leg applied the scope (None: inside its store, as usual)."""
+        return None
+
     def close(self) -> None:
         """Release what the leg holds (nothing by default)."""
 
@@ -160,12 +164,24 @@ class DenseLeg(StoreLeg):
         return self.store.get(ids, with_vectors=True)
 
 
+#: A scoped foreign retriever is asked for this many times ``limit`` (plus the excluded ids), then post-filtered.
+POST_FILTER_HEADROOM = 3
+
+
 class FunctionLeg(Leg):
     """Any function ``(query, limit) -> list[Hit]`` as a read-only leg (used to wrap framework retrievers).
 
-    A function cannot take our scope, so the filter and the exclusions are applied to what it returns (the
-    leg may then give fewer than ``limit`` hits); metadata is matched by the reference semantics
-    (:func:`rrf_retriever.scope.matches`), the same the stores compile.
+    A function cannot take our scope, so the filter and the exclusions are applied to what it returns: with a
+    scope, it is asked for :data:`POST_FILTER_HEADROOM` times ``limit`` plus the number of excluded ids, and
+    the first ``limit`` hits that pass are kept (fewer when too few pass). Metadata is matched by the reference
+    semantics (:func:`rrf_retriever.scope.matches`), the same the stores compile; the trace says so
+    (:meth:`scope_note`).
+
+    Example:
+        >>> from rrf_retriever.scope import Range
+        >>> leg = FunctionLeg(lambda q, k: [Hit(str(i), metadata={"n": i}) for i in range(k)])
+        >>> [h.id for h in leg.search("q", None, 2, Range("n", gte=3), frozenset({"4"}))]
+        ['3', '5']
     """
 
     kind = "retriever"
@@ -179,16 +195,31 @@ class FunctionLeg(Leg):
         self._asearch = asearch
 
     @staticmethod
+    def _asked(limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> int:
+        """How many hits to ask the function for: ``limit``, with headroom when the post-filter may drop some."""
+        if flt is None and not excl:
+            return limit
+        return limit * POST_FILTER_HEADROOM + len(excl)
+
+    def scope_note(self, limit: int, flt: NormalizedFilter | None, exclude_ids: frozenset[str]) -> str | None:
+        if flt is None and not exclude_ids:
+            return None
+        return (f"post-filtered: the retriever cannot take the filter, so it was asked for "
+                f"{self._asked(limit, flt, exclude_ids)} hits and those outside the scope were dropped")
+
+    @staticmethod
     def _scoped(hits: Iterable[Hit], limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> list[Hit]:
         return [h for h in hits if h.id not in excl and matches(h.metadata, flt)][:limit]
 
     def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return self._scoped(self._search(query, limit), limit, flt, exclude_ids)
+        hits = self._search(query, self._asked(limit, flt, exclude_ids))
+        return self._scoped(hits, limit, flt, exclude_ids)
 
     async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
         if self._asearch is None:
             return await super().asearch(query, vector, limit, flt, exclude_ids)
-        return self._scoped(await self._asearch(query, limit), limit, flt, exclude_ids)
+        hits = await self._asearch(query, self._asked(limit, flt, exclude_ids))
+        return self._scoped(hits, limit, flt, exclude_ids)
 
 
 def as_leg(name: str, source: Any) -> Leg:

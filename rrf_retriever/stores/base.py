@@ -22,12 +22,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rrf_retriever.scope import FilterSpec
 from rrf_retriever.types import Hit, Record
 
-__all__ = ["DenseStore", "KeywordStore", "StoreBase"]
+__all__ = ["DenseStore", "IdsMatching", "KeywordStore", "SearchRequest", "StoreBase", "VectorSource"]
 
 
 @runtime_checkable
@@ -132,6 +133,59 @@ class DenseStore(Protocol):
         filter: FilterSpec | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> list[Hit]: ...
+
+
+@runtime_checkable
+class VectorSource(Protocol):
+    """Optional: a dense store that gives back its stored vectors (the diversity stage reads them; no document is
+    embedded again).
+
+    ``get_vectors(ids)`` returns ``{id: vector}`` for the ids it holds; unknown ids are absent.
+    """
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+
+@runtime_checkable
+class IdsMatching(Protocol):
+    """Optional: a store that lists every stored id whose metadata matches a filter (LlamaIndex's
+    ``delete_ref_doc`` finds a document's nodes with it). Implemented by every store of this package.
+
+    ``ids_matching(filter, limit=None)``: the ids, sorted, at most ``limit``; ``filter`` in the language of
+    :mod:`rrf_retriever.scope` (None: every id); exclusions do not apply. A malformed filter is an
+    :class:`~rrf_retriever.errors.InvalidFilterError`.
+    """
+
+    def ids_matching(self, filter: FilterSpec | Any = None, limit: int | None = None) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One leg's search, as the engine hands it to a store that runs several legs in one request (``search_batch``).
+
+    Stores whose views share a ``batch_group`` (e.g. :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`'s dense
+    and keyword views over one collection) implement ``search_batch(requests) -> list[list[Hit] | Exception]``: one
+    entry per request, in order, an exception where that leg failed.
+
+    Attributes:
+        kind: ``"dense"`` (searches with ``vector``) or ``"keyword"`` (with ``query``).
+        query: The user's text.
+        vector: The query vector (dense requests), else None.
+        limit: Hits wanted.
+        filter: The scope's filter, as the stores' ``search`` takes it.
+        exclude_ids: Ids never to return.
+
+    Example:
+        >>> SearchRequest("keyword", "qdrant", None, 5).kind
+        'keyword'
+    """
+
+    kind: str
+    query: str
+    vector: Sequence[float] | None
+    limit: int
+    filter: Any = None
+    exclude_ids: frozenset[str] = frozenset()
 
 
 async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:

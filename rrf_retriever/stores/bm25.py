@@ -53,7 +53,7 @@ from rrf_retriever.errors import (
     StoreError,
     missing_dependency,
 )
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope, scope_key
+from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter, normalize_scope
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.bm25_files import (
     LOCK_FILE,
@@ -64,6 +64,7 @@ from rrf_retriever.stores.bm25_files import (
     saved_settings,
     write_folder,
 )
+from rrf_retriever.stores.bm25_scope import ScopeIndex
 from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
 from rrf_retriever.types import Hit, Record
@@ -83,8 +84,6 @@ class _Index:
     """An immutable snapshot: ids in index order, the BM25 engine, and the metadata -> positions index."""
 
     def __init__(self, ids: list[str], docs: list[Doc], engine: str, k1: float, b: float) -> None:
-        import numpy as np
-
         self.ids = ids
         self.docs = docs
         self.position = {doc_id: i for i, doc_id in enumerate(ids)}
@@ -97,7 +96,7 @@ class _Index:
                 import bm25s
             except ImportError as exc:
                 raise missing_dependency("bm25s", "bm25", "BM25KeywordStore(engine='bm25s')") from exc
-            if docs:
+            if any(corpus):  # bm25s fails on a corpus without one token (e.g. only stopwords)
                 model = bm25s.BM25(k1=k1, b=b, method="lucene")
                 model.index(corpus, show_progress=False)
                 self.model = model
@@ -111,17 +110,7 @@ class _Index:
             if any(corpus):
                 self.model = BM25Okapi(corpus, k1=k1, b=b)
                 self.vocab = frozenset(self.model.idf)
-        scope: dict[tuple[str, str, Any], list[int]] = {}
-        for pos, doc in enumerate(docs):
-            for key, value in doc.metadata.items():
-                values = value if isinstance(value, list) else (value,)
-                for v in values:
-                    tagged = scope_key(v)
-                    if tagged is not None:
-                        bucket = scope.setdefault((key, *tagged), [])
-                        if not bucket or bucket[-1] != pos:
-                            bucket.append(pos)
-        self.scope = {k: np.asarray(v, dtype=np.int64) for k, v in scope.items()}
+        self.scope = ScopeIndex([d.metadata for d in docs])
 
     def scores(self, terms: list[str]) -> Any:
         import numpy as np
@@ -140,15 +129,7 @@ class _Index:
 
         if not flt and not excluded:
             return None
-        mask = np.ones(len(self.ids), dtype=bool)
-        for key, values in (flt or {}).items():
-            key_mask = np.zeros(len(self.ids), dtype=bool)
-            for value in values:
-                tagged = scope_key(value)
-                positions = self.scope.get((key, *tagged)) if tagged is not None else None
-                if positions is not None:
-                    key_mask[positions] = True
-            mask &= key_mask
+        mask = np.ones(len(self.ids), dtype=bool) if flt is None else self.scope.mask(flt)
         for doc_id in excluded:
             pos = self.position.get(doc_id)
             if pos is not None:
@@ -345,6 +326,24 @@ class BM25KeywordStore(StoreBase):
                 self._index = _Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
                 self._builds += 1
             return self._index
+
+    def ids_matching(
+        self, filter: FilterSpec | NormalizedFilter | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Every stored id whose metadata matches ``filter`` (None: every id), sorted; at most ``limit``.
+
+        Example:
+            >>> s = BM25KeywordStore(); s.add(["b", "a", "c"], ["x", "y", "z"], [{"n": 1}, {"n": 5}, {}])
+            >>> s.ids_matching({"n": {"$gte": 1}}), s.ids_matching({"n": {"$exists": False}}, limit=1)
+            (['a', 'b'], ['c'])
+        """
+        import numpy as np
+
+        flt = normalize_filter(filter)
+        cap = None if limit is None else check_limit(limit)
+        index = self._snapshot()
+        ids = index.ids if flt is None else [index.ids[i] for i in np.flatnonzero(index.scope.mask(flt)).tolist()]
+        return sorted(ids)[:cap]
 
     def search(
         self,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, StoreError
-from rrf_retriever.text import Analyzer
+from rrf_retriever.text import Analyzer, saved_config
 
 __all__ = [
     "CURRENT",
@@ -170,7 +170,7 @@ def saved_settings(
             raise InvalidArgumentError(msg)
     if analyzer is None:
         analyzer = Analyzer.from_config(meta["analyzer"])
-    elif analyzer.config() != meta["analyzer"]:
+    elif analyzer.config() != saved_config(meta["analyzer"]):
         msg = f"{root} was indexed with another analyzer ({meta['analyzer']})"
         raise InvalidArgumentError(msg)
     return meta["engine"], analyzer, meta["k1"], meta["b"]

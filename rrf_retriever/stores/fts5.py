@@ -1,11 +1,12 @@
 """SQLite FTS5 keyword store: persistent, incremental, BM25-ranked; the default keyword leg.
 
 One SQLite file (or ``":memory:"``) holds the documents, an FTS5 index of the *normalised* text of each field
-(:meth:`Analyzer.normalize`: NFKC, lower case, Latin diacritics folded, so index and queries agree where
-unicode61 alone would not), a typed scope side table for filters, and the store's config; the layout and
+(:meth:`Analyzer.normalize`: NFKC, lower case, Latin diacritics folded, CJK runs as bigrams, so index and queries
+agree where unicode61 alone would not; a store whose analyzer is not Porter, e.g. ``Analyzer(language="german")``,
+indexes the analyzer's own stemmed terms instead), a typed scope side table for filters, and the store's config; the layout and
 every SQL statement are built by the pure functions of :mod:`rrf_retriever.stores.fts5_sql`. An index file of
 an older schema is migrated when opened (schema 1 -> 2: the scope table rebuilt without numeric affinity, so
-``"042"`` never matches ``"42"``).
+``"042"`` never matches ``"42"``; 2 -> 3: rebuilt with the presence rows of ``$exists``).
 
 By default a document's ``metadata["title"]`` (when it has one) is indexed as its own field with weight 2 beside
 the text (measured in ``benchmarks/RESULTS.md``); without a title the ranking is exactly the flat one.
@@ -43,7 +44,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreUnavailableError
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope
+from rrf_retriever.languages import words
+from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter, normalize_scope
 from rrf_retriever.stores import fts5_sql as sql
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.sqlite_pool import Connection, SQLiteConnections
@@ -74,9 +76,11 @@ class FTS5KeywordStore(StoreBase):
         field_weights: ``{field: weight}`` for ``bm25()``, e.g. ``{"title": 2.0}``. None (default): the saved
             weights when reopening, :data:`DEFAULT_FIELD_WEIGHTS` (title 2) with the default fields, else 1.0
             each. With equal weights, or an empty title, the ranking equals a flat index of the text.
-        analyzer: Stopwords and normalisation (default: Lucene stopwords, Porter). FTS5's porter tokenizer
-            stems, so ``analyzer.stem`` must be ``"porter"`` (else :class:`InvalidArgumentError`). When
-            reopening a file, None uses the saved analyzer; a different one raises :class:`InvalidArgumentError`.
+        analyzer: Stopwords, normalisation, stemming (default: Lucene stopwords, Porter, CJK bigrams). With Porter
+            (English) FTS5's porter tokenizer stems the normalised text; with any other stemmer
+            (``Analyzer(language="german")``, Snowball English, none) the fields hold the analyzer's own terms
+            and queries look up the same terms. When reopening a file, None uses the saved analyzer; a
+            different one raises :class:`InvalidArgumentError`.
         table: Prefix of the store's tables, so one file can hold several stores.
         mode: ``"or"`` (default: any query term, ranked by BM25 alone) or ``"and_or"`` (documents holding every
             term first, then fill up with any term). Equal on SciFact train (nDCG@10 0.6979 vs 0.6980).
@@ -143,9 +147,21 @@ class FTS5KeywordStore(StoreBase):
         self.schema_version = 0
         try:
             self.analyzer = self._init_schema(analyzer)
+            self._porter = sql.tokenizer_for(self.analyzer) == sql.TOKENIZER
         except BaseException:
             self.close()  # a refused open keeps no file open
             raise
+
+    def _index_text(self, value: str) -> str:
+        """A field's text as FTS5 receives it: normalised (porter stems it), or the analyzer's stemmed terms."""
+        return self.analyzer.normalize(value) if self._porter else " ".join(self.analyzer.analyze(value))
+
+    def _query_terms(self, query: str) -> list[str]:
+        """The query's terms as the index holds them (unstemmed for porter); pieces of letters and digits only,
+        so a custom stemmer's output can never reach FTS5 as syntax."""
+        if self._porter:
+            return self.analyzer.query_terms(query)
+        return [piece for term in self.analyzer.analyze_query(query) for piece in words(term)]
 
     def _set_fields(self, fields: Sequence[str], weights: Mapping[str, float]) -> None:
         self.fields = tuple(fields)
@@ -177,7 +193,7 @@ class FTS5KeywordStore(StoreBase):
                 self.schema_version = sql.SCHEMA_VERSION
                 return self._check_saved(saved, analyzer)
             chosen = analyzer or default_analyzer()
-            for statement in sql.schema_sql(self.table, self.fields):
+            for statement in sql.schema_sql(self.table, self.fields, sql.tokenizer_for(chosen)):
                 conn.execute(statement)
             conn.executemany(
                 f"INSERT INTO {meta} (key, value) VALUES (?, ?)",
@@ -195,8 +211,9 @@ class FTS5KeywordStore(StoreBase):
     def _migrate(self, conn: sqlite3.Connection, saved: dict[str, str]) -> None:
         """Bring an index of an older schema to :data:`SCHEMA_VERSION`, inside the open transaction."""
         t = self.tables
-        if saved.get("schema_version") == "1":
-            # Schema 1's scope table had NUMERIC affinity ("042" was stored as 42): rebuild it from the JSON.
+        if saved.get("schema_version") in ("1", "2"):
+            # Schema 1's scope table had NUMERIC affinity ("042" was stored as 42), schema 2's lacked the presence
+            # rows of $exists: rebuild it from the JSON (the documents themselves are untouched).
             conn.execute(f"DROP TABLE {t.scope}")
             for statement in sql.scope_table_sql(self.table):
                 conn.execute(statement)
@@ -281,7 +298,7 @@ class FTS5KeywordStore(StoreBase):
             return
         # A default field (the title) indexes only what is text; a field asked for must be text.
         fields = sql.field_values(self.fields, text_list, meta_list, strict=self._fields_given)
-        field_values = [[self.analyzer.normalize(v) for v in row] for row in fields]
+        field_values = [[self._index_text(v) for v in row] for row in fields]
         t = self.tables
         with self._db.write("add documents") as conn:
             removed = self._delete_in(conn, id_list)
@@ -379,19 +396,26 @@ class FTS5KeywordStore(StoreBase):
 
     def doc_freq(self, term: str) -> int:
         """How many documents hold ``term`` in any field: the token FTS5 makes of it (so ``"configuring"``
-        counts ``configur``); 0 for an unknown term or one that makes several tokens. Cached per connection
-        until this store, or any other connection, commits a change.
+        counts ``configur``; in a store of another language, the analyzer's term: ``"Häuser"`` counts ``haus``);
+        0 for an unknown term or one that makes several tokens. Cached per connection until this store, or any
+        other connection, commits a change.
 
         Example:
             >>> s = FTS5KeywordStore(); s.add(["a", "b"], ["configure it", "configuring"]); s.doc_freq("configured")
             2
         """
         check_str(term, "term")
+        if not self._porter:
+            terms = self.analyzer.analyze(term)
+            if len(terms) != 1:
+                return 0
+            term = terms[0]
         with self._db.read("count a term's documents") as conn:
             return self._doc_freq(conn, term)
 
     def _doc_freq(self, conn: Connection, term: str) -> int:
-        token = sql.fts_token(term)
+        # A store of analyzer terms holds each term as is; a porter store holds what SQLite's porter makes of it.
+        token = sql.fts_token(term) if self._porter else (term if term.isalnum() else None)
         if token is None:
             return 0
         version = (self._db.generation, conn.execute("PRAGMA data_version").fetchone()[0])
@@ -403,6 +427,28 @@ class FTS5KeywordStore(StoreBase):
             row = conn.execute(f"SELECT doc FROM {self.tables.vocab} WHERE term = ?", (token,)).fetchone()
             df = cache[1][token] = int(row[0]) if row else 0
         return df
+
+    def ids_matching(
+        self, filter: FilterSpec | NormalizedFilter | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Every stored id whose metadata matches ``filter`` (None: every id), sorted; at most ``limit``.
+
+        Raises:
+            InvalidFilterError: a malformed filter.
+
+        Example:
+            >>> s = FTS5KeywordStore(); s.add(["b", "a", "c"], ["x", "y", "z"], [{"n": 1}, {"n": 5}, {}])
+            >>> s.ids_matching({"n": {"$gte": 1}}), s.ids_matching({"n": {"$exists": False}}, limit=1)
+            (['a', 'b'], ['c'])
+        """
+        flt = normalize_filter(filter)
+        cap = -1 if limit is None else check_limit(limit)
+        where, params = ("1", []) if flt is None else sql.where_sql(flt, "d.rowid", self.table)
+        with self._db.read("list matching ids") as conn:
+            rows = conn.execute(
+                f"SELECT d.id FROM {self.tables.docs} d WHERE {where} ORDER BY d.id LIMIT ?", [*params, cap]
+            ).fetchall()
+        return [doc_id for (doc_id,) in rows]
 
     def search(
         self,
@@ -416,7 +462,8 @@ class FTS5KeywordStore(StoreBase):
         Args:
             query: The user's text, any string. Only the analyzer's terms are used, each as plain text.
             limit: How many hits at most (0 gives []).
-            filter: ``{"key": value | [values]}`` on metadata (raw or already normalised); typed equality.
+            filter: A metadata filter (:mod:`rrf_retriever.scope`: shorthand ``{"key": value | [values]}``,
+                ``$`` operators, ``$and`` / ``$or`` / ``$not``), or a normalised node; typed equality.
             exclude_ids: Ids never to return.
 
         Returns:
@@ -429,7 +476,7 @@ class FTS5KeywordStore(StoreBase):
         check_str(query, "query")
         limit = check_limit(limit)
         flt, excluded = normalize_scope(filter, exclude_ids)
-        terms = self.analyzer.query_terms(query)[:DEFAULT_MAX_TERMS]
+        terms = self._query_terms(query)[:DEFAULT_MAX_TERMS]
         if limit == 0 or not terms:
             return []
         scope, params = sql.scope_sql(flt, excluded, self.table)

@@ -5,33 +5,37 @@ tools can inspect exactly what :class:`~rrf_retriever.stores.fts5.FTS5KeywordSto
 spliced into SQL: keys, values and ids always travel as bound parameters; the only names in the SQL text are
 the table prefix and the field names, both checked against a plain-name pattern first.
 
-Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data:`SCHEMA_VERSION` 2):
+Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data:`SCHEMA_VERSION` 3):
 
 * ``t_docs``: ``rowid``, ``id`` (unique), the original ``text``, the ``metadata`` as JSON.
 * ``t_fts``: an FTS5 table (``porter unicode61 remove_diacritics 2``) over the analyzer-normalised text of
-  each field; ``t_vocab`` its ``fts5vocab`` (document frequencies).
+  each field (CJK runs as bigrams); ``t_vocab`` its ``fts5vocab`` (document frequencies). A store whose analyzer
+  does not stem with Porter (``Analyzer(language="german")``) holds the analyzer's terms under
+  ``unicode61 remove_diacritics 0`` instead (:func:`tokenizer_for`).
 * ``t_scope``: one row per scalar metadata value (``doc``, ``key``, ``vtype``, ``value``), indexed, so a filter
   is an indexed ``rowid IN (...)``. ``vtype`` is the type tag of :func:`rrf_retriever.scope.scope_key` (``b``,
   ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity converts nothing, so ``"042"`` stays the text
   ``"042"`` and never equals ``"42"`` or ``42``. (Schema 1 declared it ``ANY``, which in an ordinary table is
-  NUMERIC affinity: SQLite stored ``"042"``, ``" 42"`` and ``"4.2e1"`` as the integer 42. An index of schema 1
-  is migrated when opened: :func:`scope_table_sql` is rebuilt from the stored metadata JSON.)
+  NUMERIC affinity: SQLite stored ``"042"``, ``" 42"`` and ``"4.2e1"`` as the integer 42. Schema 3 added a
+  presence row per key for ``$exists``. An index of schema 1 or 2 is migrated when opened: the table of
+  :func:`scope_table_sql` is rebuilt from the stored metadata JSON.) The filter compiler and the rows are in
+  :mod:`rrf_retriever.stores.fts5_scope`.
 * ``t_meta``: schema version, analyzer config, fields, field weights and the document count.
 
 Example:
-    >>> sql, params = scope_sql({"session_id": ("42",)}, frozenset({"d1"}))
+    >>> from rrf_retriever.scope import normalize_filter
+    >>> sql, params = scope_sql(normalize_filter({"session_id": "42"}), frozenset({"d1"}))
     >>> "json_each" in sql and params[:2]
     ['session_id', 's']
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rrf_retriever.errors import (
@@ -41,11 +45,14 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.scope import NormalizedFilter, scope_key
+
+# The scope side table and the filter compiler live in fts5_scope; re-exported here, where callers found them.
+from rrf_retriever.stores.fts5_scope import scope_rows, scope_sql, scope_table_sql, scope_value, where_sql
 from rrf_retriever.text import Analyzer
 
 __all__ = [
     "SCHEMA_VERSION",
+    "TERMS_TOKENIZER",
     "TOKENIZER",
     "ZERO_IDF_SHARE",
     "Tables",
@@ -64,12 +71,18 @@ __all__ = [
     "scope_value",
     "split_by_idf",
     "store_error",
+    "tokenizer_for",
+    "where_sql",
 ]
 
 #: The schema written by this version. 1 -> 2: the scope table's ``value`` column lost its NUMERIC affinity.
-SCHEMA_VERSION = 2
-#: FTS5's tokenizer for every field; queries are built from the analyzer that matches it.
+#: 2 -> 3: the scope table gained presence rows (``$exists``). Both migrate by rebuilding it from the JSON.
+SCHEMA_VERSION = 3
+#: FTS5's tokenizer for every field of an English (Porter) store; queries are built from the analyzer that matches it.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: The tokenizer of a store whose analyzer stems otherwise (another language, Snowball English, none): the fields
+#: hold the analyzer's own terms (stemmed, stopwords dropped) and FTS5 only splits them on the spaces.
+TERMS_TOKENIZER = "unicode61 remove_diacritics 0"
 #: A term in at least this share of the documents has ``bm25()`` IDF <= 0, which FTS5 clamps to ~1e-6.
 ZERO_IDF_SHARE = 0.5
 
@@ -131,19 +144,23 @@ def check_field_weights(weights: object, fields: Sequence[str]) -> dict[str, flo
 
 
 def check_analyzer(analyzer: object) -> None:
-    """None or an :class:`~rrf_retriever.text.Analyzer` whose stem is ``"porter"``: FTS5's porter tokenizer
-    stems the index, so any other stemmer would be silently ignored; it is refused instead."""
-    if analyzer is None:
-        return
-    if not isinstance(analyzer, Analyzer):
+    """None or an :class:`~rrf_retriever.text.Analyzer` (any stemmer: see :func:`tokenizer_for`)."""
+    if analyzer is not None and not isinstance(analyzer, Analyzer):
         msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
         raise InvalidTypeError(msg)
-    if not (isinstance(analyzer.stem, str) and analyzer.stem.lower() == "porter"):
-        msg = (
-            f"FTS5KeywordStore stems with SQLite's porter tokenizer, so the analyzer's stem must be 'porter', "
-            f"not {analyzer.stem!r}; BM25KeywordStore takes any stemmer (or none)"
-        )
-        raise InvalidArgumentError(msg)
+
+
+def tokenizer_for(analyzer: Analyzer) -> str:
+    """The FTS5 tokenizer of a store with this analyzer: :data:`TOKENIZER` (SQLite's porter over the analyzer's
+    normalised text, the English default and every store written before languages existed) when it stems with
+    Porter, else :data:`TERMS_TOKENIZER` over the analyzer's own terms (a Snowball language, no stemming, a
+    custom stemmer). Derived from the saved analyzer, so a reopened file always gets the tokenizer it was built with.
+
+    Example:
+        >>> tokenizer_for(Analyzer()), tokenizer_for(Analyzer(language="german"))
+        ('porter unicode61 remove_diacritics 2', 'unicode61 remove_diacritics 0')
+    """
+    return TOKENIZER if analyzer.stems_like_porter else TERMS_TOKENIZER
 
 
 def field_values(
@@ -175,18 +192,9 @@ def field_values(
 # ---------------------------------------------------------------------------------------------- schema
 
 
-def scope_table_sql(table: str = "rrf") -> list[str]:
-    """DDL of the scope side table and its index (``value`` BLOB: no affinity, values stay as bound)."""
-    t = Tables.of(table)
-    return [
-        f"CREATE TABLE {t.scope} (doc INTEGER NOT NULL, key TEXT NOT NULL, vtype TEXT NOT NULL, "
-        "value BLOB NOT NULL, PRIMARY KEY (key, vtype, value, doc)) WITHOUT ROWID",
-        f"CREATE INDEX {t.scope}_doc ON {t.scope} (doc)",
-    ]
-
-
-def schema_sql(table: str, fields: Sequence[str]) -> list[str]:
-    """DDL of a new store (the meta table excepted: it exists first, to tell a new file from an old one).
+def schema_sql(table: str, fields: Sequence[str], tokenizer: str = TOKENIZER) -> list[str]:
+    """DDL of a new store (the meta table excepted: it exists first, to tell a new file from an old one);
+    ``tokenizer`` is :data:`TOKENIZER` or :data:`TERMS_TOKENIZER` (see :func:`tokenizer_for`).
 
     Example:
         >>> schema_sql("rrf", ["title", "text"])[1]
@@ -197,88 +205,17 @@ def schema_sql(table: str, fields: Sequence[str]) -> list[str]:
     return [
         f"CREATE TABLE {t.docs} (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
         "text TEXT NOT NULL, metadata TEXT NOT NULL)",
-        f"CREATE VIRTUAL TABLE {t.fts} USING fts5({columns}, tokenize = '{TOKENIZER}')",
+        f"CREATE VIRTUAL TABLE {t.fts} USING fts5({columns}, tokenize = '{_tokenizer(tokenizer)}')",
         f"CREATE VIRTUAL TABLE {t.vocab} USING fts5vocab({t.fts}, 'row')",
         *scope_table_sql(table),
     ]
 
 
-# ---------------------------------------------------------------------------------------------- scope
-
-
-def scope_value(value: object) -> tuple[str, Any] | None:
-    """The ``(vtype, value)`` a scalar is stored and compared as: :func:`~rrf_retriever.scope.scope_key`, in a
-    form SQLite holds exactly (a bool as 0/1 under its own tag ``b``). None: no filter can match it (NaN, None,
-    containers, an integer beyond 64 bits).
-
-    Example:
-        >>> scope_value("042"), scope_value(42.0), scope_value(True), scope_value(2**64)
-        (('s', '042'), ('n', 42.0), ('b', 1), None)
-    """
-    key = scope_key(value)
-    if key is None:
-        return None
-    vtype, v = key
-    if vtype == "b":
-        return ("b", int(v))
-    if isinstance(v, int) and not -(2**63) <= v < 2**63:
-        return None
-    return (vtype, v)
-
-
-def scope_rows(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
-    """Every ``(key, vtype, value)`` of the side table for one document: its scalars, and the scalar elements
-    of its lists (and tuples, as :func:`~rrf_retriever.scope.matches` reads them), each once (``2`` and
-    ``2.0`` are one number; ``"1"`` and ``"1.0"`` two strings).
-
-    Example:
-        >>> list(scope_rows({"tags": ["1", "1.0", 1, 1.0, True], "s": None}))
-        [('tags', 's', '1'), ('tags', 's', '1.0'), ('tags', 'n', 1), ('tags', 'b', 1)]
-    """
-    for key, value in metadata.items():
-        values = value if isinstance(value, (list, tuple)) else (value,)
-        seen: set[tuple[str, Any]] = set()
-        for v in values:
-            row = scope_value(v)
-            if row is not None and row not in seen:
-                seen.add(row)
-                yield (key, *row)
-
-
-def scope_sql(flt: NormalizedFilter | None, excluded: frozenset[str], table: str = "rrf") -> tuple[str, list[Any]]:
-    """The WHERE conditions (each starting `` AND ``) on ``f.rowid`` (the FTS row) and ``d.id`` (the docs row)
-    for a normalised filter and excluded ids, with every key, value and id a bound parameter.
-
-    Each value list travels as ONE JSON parameter read by ``json_each`` (no limit on SQLite's bound-variable
-    count). The comparison is typed: same key, same ``vtype`` tag, and the value compared without affinity
-    (``json_each`` gives text for a string, an integer or real for a number).
-
-    Example:
-        >>> scope_sql({"lang": ("en",), "s": (1, True)}, frozenset())[1]
-        ['lang', 's', '["en"]', 's', 'n', '[1]', 's', 'b', '[1]']
-    """
-    t = Tables.of(table)
-    parts: list[str] = []
-    params: list[Any] = []
-    for key, values in (flt or {}).items():
-        if not values:
-            parts.append("0")  # an empty any-of list matches nothing
-            continue
-        groups: dict[str, list[Any]] = {}
-        for value in values:
-            vtype, v = scope_value(value) or ("s", value)
-            groups.setdefault(vtype, []).append(v)
-        ors = []
-        for vtype, vals in groups.items():
-            ors.append("(key = ? AND vtype = ? AND value IN (SELECT value FROM json_each(?)))")
-            params.extend([key, vtype, json.dumps(vals, ensure_ascii=False)])
-        # The unary '+' keeps this constraint away from FTS5's xBestIndex: offered a rowid IN list, FTS5 runs
-        # the whole MATCH once per listed rowid (measured 60x slower at 10k documents).
-        parts.append(f"+f.rowid IN (SELECT doc FROM {t.scope} WHERE {' OR '.join(ors)})")
-    if excluded:
-        parts.append("d.id NOT IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(sorted(excluded), ensure_ascii=False))
-    return ("".join(f" AND {p}" for p in parts), params)
+def _tokenizer(tokenizer: str) -> str:
+    if tokenizer not in (TOKENIZER, TERMS_TOKENIZER):  # spliced into DDL: only our two
+        msg = f"tokenizer must be {TOKENIZER!r} or {TERMS_TOKENIZER!r}, got {tokenizer!r}"
+        raise InvalidArgumentError(msg)
+    return tokenizer
 
 
 # ---------------------------------------------------------------------------------------------- ranking

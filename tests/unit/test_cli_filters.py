@@ -46,6 +46,14 @@ def test_a_numeric_string_can_be_asked_for(index_dir: Path) -> None:
     assert ids(index_dir, "--filter-json", '{"session_id": [42, "42"]}', "-f", "pinned:bool=false") == {"str42"}
 
 
+def test_where_takes_the_full_language_and_ands_with_filter(index_dir: Path) -> None:
+    assert ids(index_dir, "--where", '{"session_id": {"$gte": 10}}') == {"int42"}  # never the string "42"
+    assert ids(index_dir, "--where", '{"pinned": {"$exists": false}}') == {"other"}
+    assert ids(index_dir, "--where", '{"$or": [{"pinned": true}, {"session_id": {"$lt": 10}}]}') == {"int42", "other"}
+    assert ids(index_dir, "--where", '{"session_id": {"$ne": 7}}', "-f", "session_id=42") == {"int42"}
+    assert ids(index_dir, "--filter-json", '{"session_id": 7}', "-f", "session_id=42") == set()  # AND, not merge
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -56,7 +64,9 @@ def test_a_numeric_string_can_be_asked_for(index_dir: Path) -> None:
         (["-f", "session_id:date=1"], "unknown type"),
         (["--filter-json", "{nope"], "not valid JSON"),
         (["--filter-json", "[1, 2]"], "JSON object"),
-        (["--filter-json", '{"session_id": 1}', "-f", "session_id=2"], "twice"),
+        (["--where", '{"session_id": {"$gt": "4"}}'], "needs a number"),
+        (["--where", '{"session_id": {"$regex": "4"}}'], "unknown filter operator"),
+        (["--where", '{"$or": []}'], "at least one filter"),
     ],
 )
 def test_bad_filters_are_one_line_errors(index_dir: Path, args: list[str], message: str) -> None:

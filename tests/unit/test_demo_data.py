@@ -126,7 +126,7 @@ def test_queries_are_well_formed_and_point_at_real_documents(
             assert doc_id in by_id, f"{q['query']!r}: unknown relevant id {doc_id!r}"
         if "filter" in q:
             scope = normalize_filter(q["filter"])
-            assert scope is not None and set(scope) <= METADATA_KEYS
+            assert scope is not None and set(q["filter"]) <= METADATA_KEYS
             for doc_id in q["relevant"]:
                 assert matches(by_id[doc_id]["metadata"], scope), doc_id
     assert {q["kind"] for q in queries} == QUERY_KINDS

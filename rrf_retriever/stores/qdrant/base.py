@@ -8,12 +8,9 @@ Layout (langchain-qdrant's ``QdrantVectorStore`` defaults, so either can read wh
   else (written by langchain-qdrant) ``str(point.id)``; a point is a document's only if it reports that id, which
   get, delete and ``exclude_ids`` check wherever a point could be another document's.
 
-Filters (:meth:`QdrantStoreBase._build_filter`, the one translation of our scope for both engines) match
-:func:`rrf_retriever.scope.matches`: ``{"k": v}`` becomes ``FieldCondition(key="metadata.k", match=MatchValue(v))``,
-a list ``MatchAny`` (split by type: Qdrant's ``MatchAny`` holds strings or integers, never booleans, so booleans
-become ``MatchValue`` alternatives in a nested ``should``). Qdrant keeps JSON types apart: ``True`` never matches
-``1`` and ``1`` never matches ``True``; a metadata list matches when any element does. One difference: a float
-metadata value such as ``1.0`` does not match the integer filter value ``1`` in Qdrant; store integral values as ints.
+Filters: the scope's tree compiled exactly (as :func:`rrf_retriever.scope.matches`) for both engines by
+:mod:`rrf_retriever.stores.qdrant.filters`; payload indexes and ``ids_matching`` are
+:class:`~rrf_retriever.stores.qdrant.scoping.QdrantScoping`'s.
 
 Every operation (add, get, delete, count, search) is written once, here, as steps
 (:mod:`rrf_retriever.stores.qdrant.steps`) over engine primitives: the same body serves the sync method and its
@@ -22,7 +19,6 @@ async twin on an async client. An engine (``client.py``, ``edge.py``) supplies o
 
 from __future__ import annotations
 
-import logging
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,8 +27,10 @@ from typing import Any
 from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope import FilterSpec, FilterValue, NormalizedFilter, normalize_filter, normalize_scope
+from rrf_retriever.scope import FilterSpec, normalize_scope
 from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.qdrant.filters import NOTHING
+from rrf_retriever.stores.qdrant.scoping import QdrantScoping, check_index_keys, check_payload_ints
 from rrf_retriever.stores.qdrant.steps import StepRunner, Steps
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import (
@@ -54,8 +52,6 @@ __all__ = [
     "point_id",
 ]
 
-logger = logging.getLogger(__name__)
-
 #: Namespace of the UUIDv5 point ids (fixed forever: changing it would orphan every stored point).
 ID_NAMESPACE = uuid.UUID("6f1c3c5e-2a4b-5d8e-9f10-7a2b3c4d5e6f")
 CONTENT_KEY = "page_content"  # langchain-qdrant's defaults
@@ -67,8 +63,6 @@ Metadatas = Sequence[Mapping[str, Any]] | None
 Vectors = Sequence[Sequence[float]] | None
 ExcludeIds = Iterable[str] | None
 
-#: Payload index kinds, in the order of :func:`_split_values`'s groups.
-_INDEX_KINDS = ("keyword", "integer", "bool")
 #: Payload indexes a store builds by itself, on the first filtered query on a key (each a persistent index that
 #: stalls the queries meanwhile); more keys are filtered without an index (correct, slower) unless declared.
 MAX_AUTO_INDEXES = 8
@@ -124,13 +118,6 @@ def _fallback_point_id(doc_id: str) -> str | None:
     return doc_id if parsed is not None and parsed.version == 5 else None
 
 
-def _split_values(values: tuple[FilterValue, ...]) -> tuple[list[str], list[int], list[bool]]:
-    strs = [v for v in values if isinstance(v, str)]
-    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-    bools = [v for v in values if isinstance(v, bool)]
-    return strs, ints, bools
-
-
 def check_batch_size(batch_size: object) -> int:
     """A positive ``batch_size`` (points per upsert request)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -139,11 +126,12 @@ def check_batch_size(batch_size: object) -> int:
     return batch_size
 
 
-class QdrantStoreBase(StepRunner, StoreBase):
+class QdrantStoreBase(QdrantScoping, StepRunner, StoreBase):
     """Every check, conversion and operation of the Qdrant dense stores; an engine supplies the primitives
     (``_exists``, ``_vector_size``, ``_create``, ``_upsert``, ``_delete``, ``_retrieve``, ``_count``, ``_nearest``,
-    ``_create_index``, each taking the engine ``api`` first) and the filter model hooks (``_condition``,
-    ``_filter``, ``_has_ids``, ``_bool``)."""
+    ``_scroll``, ``_create_index``, each taking the engine ``api`` first) and the filter model hooks
+    (``_condition``, ``_filter``, ``_has_ids``, ``_bool``; see
+    :class:`~rrf_retriever.stores.qdrant.scoping.QdrantScoping`)."""
 
     embedding: BaseEmbeddingAdapter
     #: False where the engine ignores payload indexes (qdrant-client local mode).
@@ -159,14 +147,12 @@ class QdrantStoreBase(StepRunner, StoreBase):
     ) -> None:
         self.embedding = as_embedding(embedding)
         self.batch_size = check_batch_size(batch_size)
-        if isinstance(index_keys, str):
-            index_keys = [index_keys]
-        #: Metadata keys indexed on the WRITE path (for each value type a batch brings), never waiting for a query.
-        self.index_keys = frozenset(normalize_filter({k: [] for k in index_keys}) or ())
+        #: Metadata keys indexed on the WRITE path (by the values a batch brings), never waiting for a query.
+        self.index_keys = check_index_keys(index_keys)
         self.max_auto_indexes = check_int(max_auto_indexes, "max_auto_indexes", 0, 1000)
         self._dimension: int | None = None
         self._lock = threading.RLock()
-        self._indexed: set[tuple[str, str]] = set()  # (metadata key, index kind) asked for once
+        self._indexed: dict[str, str] = {}  # metadata key -> payload index kind, asked for once
 
     @property
     def dimension(self) -> int | None:
@@ -212,6 +198,11 @@ class QdrantStoreBase(StepRunner, StoreBase):
         """The stored documents among ``ids``, in the order asked; unknown ids are skipped."""
         return self._run(self._get_steps(ids, with_vectors))
 
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of ``ids`` (``{id: vector}``; unknown ids absent), for the diversity stage
+        (:class:`~rrf_retriever.stores.base.VectorSource`): read back, never embedded again."""
+        return {r.id: list(r.vector) for r in self.get(ids, with_vectors=True) if r.vector is not None}
+
     async def aget(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Record]:
         """Async :meth:`get`."""
         return await self._arun_or_thread(
@@ -251,6 +242,7 @@ class QdrantStoreBase(StepRunner, StoreBase):
     ) -> tuple[list[str], list[dict[str, Any]], list[list[float]], int]:
         """Validate a batch and its vectors (embedding the texts if needed) before anything is written."""
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
+        check_payload_ints(meta_list)
         if vectors is None:
             vectors = self.embedding.embed_documents(text_list) if text_list else []
         vector_list: list[list[float]] = []
@@ -284,6 +276,8 @@ class QdrantStoreBase(StepRunner, StoreBase):
         if dim != self._dimension:
             msg = f"vectors have dimension {dim}, the collection {self._dimension}"
             raise DimensionMismatchError(msg)
+        if self.index_keys and self.indexes_payload:  # before the points: see QdrantScoping._declared_index_steps
+            yield from self._declared_index_steps(payloads)
         pids = [point_id(i) for i in ids]
         with progress_bar(len(pids), f"upserting into {self.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
@@ -293,8 +287,6 @@ class QdrantStoreBase(StepRunner, StoreBase):
         superseded = yield from self._fallback_points_steps(ids)  # now at their own point ids
         if superseded:
             yield ("delete", (superseded,))
-        if self.index_keys and self.indexes_payload:
-            yield from self._declared_index_steps(payloads)
 
     def _delete_steps(self, ids: Sequence[str]) -> Steps[None]:
         id_list = check_ids(ids)
@@ -340,48 +332,20 @@ class QdrantStoreBase(StepRunner, StoreBase):
         if self._dimension is not None and len(query) != self._dimension:
             msg = f"the query vector has dimension {len(query)}, the collection {self._dimension}"
             raise DimensionMismatchError(msg)
-        if limit == 0 or not ready or (flt and any(len(values) == 0 for values in flt.values())):
-            return []  # an empty any-of matches nothing
-        if flt and self.indexes_payload:
-            yield from self._index_steps(flt)
-        fallback = yield from self._fallback_points_steps(sorted(excluded))
-        excluded_pids = frozenset(point_id(i) for i in excluded) | frozenset(fallback)
-        points = yield ("nearest", (query, limit, self._build_filter(flt, excluded_pids)))
+        if limit == 0 or not ready:
+            return []
+        query_filter = yield from self._scope_steps(flt, excluded)
+        if query_filter is NOTHING:
+            return []  # e.g. an empty any-of: nothing can match
+        points = yield ("nearest", (query, limit, query_filter))
         return [self._hit(p.id, p.payload, p.score) for p in points]
 
-    @property
-    def indexed_keys(self) -> frozenset[tuple[str, str]]:
-        """The payload indexes this store has (``(metadata key, "keyword" | "integer" | "bool")``)."""
-        return frozenset(self._indexed)
-
-    def _index_steps(self, flt: NormalizedFilter) -> Steps[None]:
-        """Index a filtered metadata key once per value type, within the ``max_auto_indexes`` budget (declared
-        ``index_keys`` are indexed at write time). Without an index Qdrant checks the filter on every point's
-        payload: measured at 20k points (qdrant-edge), a 10 % filter took ~36 ms, and ~0.3 ms with one."""
-        for key, values in flt.items():
-            for kind, present in zip(_INDEX_KINDS, _split_values(values)):
-                if present and (key, kind) not in self._indexed:
-                    if key not in self.index_keys and len(self._indexed) >= self.max_auto_indexes:
-                        continue  # over budget: filtered without an index, never a new index on the query path
-                    yield from self._create_index_steps(key, kind)
-
-    def _declared_index_steps(self, payloads: list[dict[str, Any]]) -> Steps[None]:
-        """Index the declared keys for each value type this batch brings (on the write path)."""
-        for key in sorted(self.index_keys):
-            values: list[Any] = []
-            for payload in payloads:
-                value = payload[METADATA_KEY].get(key)
-                values.extend(value if isinstance(value, (list, tuple)) else [value])
-            for kind, present in zip(_INDEX_KINDS, _split_values(tuple(values))):  # type: ignore[arg-type]
-                if present and (key, kind) not in self._indexed:
-                    yield from self._create_index_steps(key, kind)
-
-    def _create_index_steps(self, key: str, kind: str) -> Steps[None]:
-        try:
-            yield ("create_index", (f"{METADATA_KEY}.{key}", kind))
-        except StoreError as exc:  # e.g. an index of another type: searches stay correct, slower
-            logger.debug("payload index on %s (%s) not created: %s", key, kind, exc)
-        self._indexed.add((key, kind))
+    def _excluded_pids_steps(self, excluded: frozenset[str]) -> Steps[frozenset[str]]:
+        """The point ids of excluded documents (their fallback points included)."""
+        if not excluded:
+            return frozenset()
+        fallback = yield from self._fallback_points_steps(sorted(excluded))
+        return frozenset(point_id(i) for i in excluded) | frozenset(fallback)
 
     # -- conversions ---------------------------------------------------------------------------------
     @staticmethod
@@ -409,37 +373,6 @@ class QdrantStoreBase(StepRunner, StoreBase):
             vector = vector.get("", None)
         vec = [float(x) for x in vector] if vector is not None else None
         return Record(id=hit.id, text=hit.text, metadata=hit.metadata, vector=vec)
-
-    # -- the filter ------------------------------------------------------------------------------------
-    def _build_filter(self, flt: NormalizedFilter | None, excluded_pids: frozenset[str]) -> Any:
-        """Our scope as a Qdrant filter, for both engines: every filtered key must hold one of its values (bools
-        apart from ints, each type its own condition) and no excluded point may match. None when nothing is scoped.
-        The engine's model classes come from :meth:`_condition`, :meth:`_filter`, :meth:`_has_ids`, :meth:`_bool`."""
-        must: list[Any] = []
-        for key, values in (flt or {}).items():
-            field_key = f"{METADATA_KEY}.{key}"
-            strs, ints, bools = _split_values(values)
-            alternatives = [self._condition(field_key, g if len(g) > 1 else g[0]) for g in (strs, ints) if g]
-            alternatives += [self._condition(field_key, self._bool(b)) for b in bools]
-            must.append(alternatives[0] if len(alternatives) == 1 else self._filter(should=alternatives))
-        must_not = [self._has_ids(excluded_pids)] if excluded_pids else None
-        if not must and not must_not:
-            return None
-        return self._filter(must=must or None, must_not=must_not)
-
-    def _condition(self, field_key: str, value: Any) -> Any:
-        """A field condition: ``MatchAny`` for a list of values, ``MatchValue`` for one."""
-        raise NotImplementedError
-
-    def _filter(self, **parts: Any) -> Any:
-        raise NotImplementedError
-
-    def _has_ids(self, pids: frozenset[str]) -> Any:
-        """A condition matching these point ids."""
-        raise NotImplementedError
-
-    def _bool(self, value: bool) -> Any:
-        return value
 
     # -- what an engine supplies -----------------------------------------------------------------------
     def _check_usable(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import (
@@ -28,7 +28,8 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH, QdrantStoreBase
+from rrf_retriever.stores.qdrant.base import DOC_ID_KEY, MAX_AUTO_INDEXES, UPSERT_BATCH, QdrantStoreBase
+from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.steps import then
 
 __all__ = ["QdrantDenseStore"]
@@ -146,6 +147,7 @@ class QdrantDenseStore(QdrantStoreBase):
             return super()._call(fn, action, *args)
 
     def _dimension_of(self, info: Any) -> int:
+        self._learn_indexes(getattr(info, "payload_schema", None))
         vectors = info.config.params.vectors
         if isinstance(vectors, Mapping):
             if "" not in vectors:
@@ -189,19 +191,28 @@ class QdrantDenseStore(QdrantStoreBase):
         )
         return then(response, lambda result: result.points)
 
+    def _scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
+        return api.scroll(self.collection_name, scroll_filter=query_filter, limit=limit, offset=offset,
+                          with_payload=[DOC_ID_KEY] if ids_only else True, with_vectors=False)
+
     def _create_index(self, api: Any, field_key: str, kind: str) -> Any:
         return api.create_payload_index(self.collection_name, field_key, self._models.PayloadSchemaType(kind))
 
     # -- filter models -------------------------------------------------------------------------------
-    def _condition(self, field_key: str, value: Any) -> Any:
+    def _condition(self, field_key: str, test: Any) -> Any:
         models = self._models
-        match = models.MatchAny(any=value) if isinstance(value, list) else models.MatchValue(value=value)
+        if isinstance(test, Bounds):
+            bounds = models.Range(gt=test.gt, gte=test.gte, lt=test.lt, lte=test.lte)
+            return models.FieldCondition(key=field_key, range=bounds)
+        if test is IS_EMPTY:
+            return models.IsEmptyCondition(is_empty=models.PayloadField(key=field_key))
+        match = models.MatchAny(any=test) if isinstance(test, list) else models.MatchValue(value=test)
         return models.FieldCondition(key=field_key, match=match)
 
     def _filter(self, **parts: Any) -> Any:
         return self._models.Filter(**parts)
 
-    def _has_ids(self, pids: frozenset[str]) -> Any:
+    def _has_ids(self, pids: Iterable[str]) -> Any:
         return self._models.HasIdCondition(has_id=sorted(pids))
 
     def __repr__(self) -> str:

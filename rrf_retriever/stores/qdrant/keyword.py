@@ -72,7 +72,7 @@ from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope import FilterSpec, normalize_filter, normalize_scope
+from rrf_retriever.scope import FilterSpec, normalize_scope
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.qdrant.base import (
     CONTENT_KEY,
@@ -84,8 +84,10 @@ from rrf_retriever.stores.qdrant.base import (
     check_batch_size,
     point_id,
 )
+from rrf_retriever.stores.qdrant.filters import NOTHING
+from rrf_retriever.stores.qdrant.scoping import check_index_keys, check_payload_ints
 from rrf_retriever.stores.qdrant.steps import Steps
-from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
+from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, saved_config
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_int, check_limit, check_str, validate_batch
 
@@ -228,14 +230,12 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         self._written: list[int] | None = None
         self._checked_at = 0
         self.batch_size = check_batch_size(batch_size)
-        if isinstance(index_keys, str):
-            index_keys = [index_keys]
-        self.index_keys = frozenset(normalize_filter({k: [] for k in index_keys}) or ())
+        self.index_keys = check_index_keys(index_keys)
         self.max_auto_indexes = check_int(max_auto_indexes, "max_auto_indexes", 0, 1000)
         self._dimension = None
         self._params: dict[str, Any] | None = None  # the collection's saved settings; None: no collection yet
         self._lock = threading.RLock()
-        self._indexed: set[tuple[str, str]] = set()
+        self._indexed: dict[str, str] = {}
 
     # -- settings ----------------------------------------------------------------------------------------
     @property
@@ -287,7 +287,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         asked_analyzer = self._asked["analyzer"]
         if asked_analyzer is None:
             self.analyzer = Analyzer.from_config(analyzer_config)
-        elif asked_analyzer.config() != analyzer_config:
+        elif asked_analyzer.config() != saved_config(analyzer_config):
             msg = f"{where} was indexed with another analyzer ({analyzer_config})"
             raise InvalidArgumentError(msg)
         self.k1, self.b = params["k1"], params["b"]
@@ -378,6 +378,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
     ) -> tuple[list[str], list[dict[str, Any]], list[list[str]]]:
         """Validate and analyze a batch before anything is written."""
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
+        check_payload_ints(meta_list)
         terms = [self.analyzer.analyze(text) for text in text_list]
         payloads = [
             {CONTENT_KEY: text, METADATA_KEY: meta, DOC_ID_KEY: doc_id}
@@ -409,6 +410,8 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
             avgdl_now = self._params["avgdl"] or 0.0
             self._written, self._checked_at = [count, round(count * avgdl_now)], count
         k1, b, avgdl = self._params["k1"], self._params["b"], self._params["avgdl"]
+        if self.index_keys and self.indexes_payload:  # before the points: see QdrantScoping._declared_index_steps
+            yield from self._declared_index_steps(payloads)
         pids = [point_id(i) for i in ids]
         with progress_bar(len(pids), f"upserting into {self.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
@@ -422,8 +425,6 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         superseded = yield from self._fallback_points_steps(ids)
         if superseded:
             yield ("delete", (superseded,))
-        if self.index_keys and self.indexes_payload:
-            yield from self._declared_index_steps(payloads)
         with self._lock:
             self._written[0] += len(ids)
             self._written[1] += total
@@ -457,14 +458,11 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         terms = self.analyzer.analyze_query(query)[:DEFAULT_MAX_TERMS]
         if not terms or not (yield from self._ready_steps()):
             return []
-        if flt and any(len(values) == 0 for values in flt.values()):
-            return []  # an empty any-of matches nothing
-        if flt and self.indexes_payload:
-            yield from self._index_steps(flt)
-        fallback = yield from self._fallback_points_steps(sorted(excluded))
-        excluded_pids = frozenset(point_id(i) for i in excluded) | frozenset(fallback)
+        query_filter = yield from self._scope_steps(flt, excluded)
+        if query_filter is NOTHING:
+            return []  # e.g. an empty any-of: nothing can match
         indices, values = query_vector(terms)
-        points = yield ("sparse_search", (indices, values, limit, self._build_filter(flt, excluded_pids)))
+        points = yield ("sparse_search", (indices, values, limit, query_filter))
         hits = [self._hit(p.id, p.payload, p.score) for p in points if p.score > 0]
         # Equal scores in id order: both engines then give the same list (Qdrant orders ties by its internal ids).
         hits.sort(key=lambda h: (-h.score, h.id))

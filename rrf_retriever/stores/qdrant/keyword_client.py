@@ -107,6 +107,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
     _retrieve = QdrantDenseStore._retrieve
     _count = QdrantDenseStore._count
     _create_index = QdrantDenseStore._create_index
+    _scroll = QdrantDenseStore._scroll
     _condition = QdrantDenseStore._condition
     _filter = QdrantDenseStore._filter
     _has_ids = QdrantDenseStore._has_ids
@@ -125,6 +126,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
 
     # -- primitives: calls on ``api`` (QdrantClient or AsyncQdrantClient) ---------------------------------
     def _params_of(self, info: Any) -> Any:
+        self._learn_indexes(getattr(info, "payload_schema", None))
         sparse = info.config.params.sparse_vectors or {}
         params = sparse.get(SPARSE_VECTOR_NAME)
         if params is None or params.modifier != self._models.Modifier.IDF:
@@ -169,9 +171,6 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
             with_payload=True,
         )
         return then(response, lambda result: result.points)
-
-    def _scroll(self, api: Any, offset: Any, limit: int) -> Any:
-        return api.scroll(self.collection_name, limit=limit, offset=offset, with_payload=True, with_vectors=False)
 
     def __repr__(self) -> str:
         return f"QdrantKeywordStore(collection_name={self.collection_name!r}, k1={self.k1:g}, b={self.b:g}, " \

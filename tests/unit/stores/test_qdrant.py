@@ -241,7 +241,8 @@ def test_declared_index_keys_are_indexed_on_the_write_path_not_the_query_path(tm
     with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, index_keys=["session_id"],
                               max_auto_indexes=0) as store:
         store.add(["a", "b"], ["alpha", "beta"], [{"session_id": 1, "lang": "en"}, {"session_id": "x"}])
-        assert store.indexed_keys == {("session_id", "integer"), ("session_id", "keyword")}
+        # One index per field (Qdrant keeps one): float when numbers come, exact for ints, floats and ranges.
+        assert store.indexed_keys == {("session_id", "float")}
         query = store.embedding.embed_query("alpha")
         assert [h.id for h in store.search(query, 5, filter={"lang": "en"})] == ["a"]
-        assert store.indexed_keys == {("session_id", "integer"), ("session_id", "keyword")}
+        assert store.indexed_keys == {("session_id", "float")}

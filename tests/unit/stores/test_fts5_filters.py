@@ -1,0 +1,111 @@
+"""The full filter language in the FTS5 store (DESIGN 5): the schema 2 -> 3 migration (presence rows for
+``$exists``), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
+regressions found while building it. The random exactness property is in ``test_filter_property.py``."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rrf_retriever import InvalidFilterError
+from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5_sql import ranked_sql, scope_sql
+
+METAS = {
+    "a": {"n": 1, "tag": "x"},
+    "b": {"n": 2.5, "tag": ["x", "y"]},
+    "c": {"n": "3", "flag": True},
+    "d": {"n": None, "obj": {"k": 1}},
+    "e": {"n": [], "tag": []},
+    "f": {"n": [7, 9], "obj": [None]},
+    "g": {},
+}
+FILTERS = [
+    {"n": {"$exists": True}},
+    {"n": {"$exists": False}},
+    {"obj": {"$exists": True}},  # a dict and [None] are present though no value row holds them
+    {"tag": {"$ne": "x"}},
+    {"n": {"$gte": 2, "$lt": 8}},
+    {"$or": [{"flag": True}, {"n": {"$gt": 8}}]},
+    {"$not": {"tag": {"$in": ["y", "z"]}}},
+]
+
+
+def _fill(store: FTS5KeywordStore) -> None:
+    store.add(list(METAS), [f"alpha {i}" for i in METAS], list(METAS.values()))
+
+
+def _expected(flt: dict) -> list[str]:
+    node = normalize_filter(flt)
+    return sorted(i for i, m in METAS.items() if matches(m, node))
+
+
+def test_a_schema_2_file_is_migrated_on_open_and_scopes_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "kw.sqlite"
+    with FTS5KeywordStore(path) as store:
+        _fill(store)
+    # Turn the file into what schema 2 wrote: the same tables, without the presence rows ('e') that schema 3
+    # added (schema 2's code cannot be run any more, so its layout is made by hand from today's file).
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DELETE FROM rrf_scope WHERE vtype = 'e'")
+        conn.execute("UPDATE rrf_meta SET value = '2' WHERE key = 'schema_version'")
+    conn.close()
+    with FTS5KeywordStore(path) as store:
+        assert store.schema_version == 3
+        assert store.count() == len(METAS)
+        assert {r.id: r.metadata for r in store.get(list(METAS))} == METAS  # nothing stored is lost
+        for flt in FILTERS:
+            assert sorted(h.id for h in store.search("alpha", 20, filter=flt)) == _expected(flt), flt
+            assert store.ids_matching(flt) == _expected(flt), flt
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM rrf_meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    conn.close()
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_new_store_scopes_exactly(flt: dict) -> None:
+    with FTS5KeywordStore() as store:
+        _fill(store)
+        assert sorted(h.id for h in store.search("alpha", 20, filter=flt)) == _expected(flt)
+
+
+def test_a_value_list_of_several_types_stays_on_its_key() -> None:
+    # Regression: "key = ? AND (A) OR (B)" let the second type match on ANY key ({"w": [0, False]} found
+    # a document holding v = False).
+    with FTS5KeywordStore() as store:
+        store.add(["d0", "d1"], ["alpha", "alpha"], [{"v": False}, {"w": 0}])
+        assert [h.id for h in store.search("alpha", 5, filter={"w": [0, False]})] == ["d1"]
+        assert store.ids_matching({"w": {"$in": [True, "x", 0]}}) == ["d1"]
+
+
+def test_ranges_compare_ints_and_floats_exactly_through_the_index(tmp_path: Path) -> None:
+    big = 2**53 + 1  # a float64 cannot hold it: 2**53 + 1 > float(2**53) must stay true
+    with FTS5KeywordStore(tmp_path / "kw.sqlite") as store:
+        store.add(["big", "f", "edge"], ["alpha"] * 3, [{"n": big}, {"n": 0.5}, {"n": 2**63 - 1}])
+        assert store.ids_matching({"n": {"$gt": float(2**53)}}) == ["big", "edge"]
+        assert store.ids_matching({"n": {"$gt": 0, "$lt": 1}}) == ["f"]
+        assert store.ids_matching({"n": {"$gte": 2**63 - 1}}) == ["edge"]
+    scope, params = scope_sql(normalize_filter({"n": {"$gte": 1, "$lt": 5}}), frozenset())
+    conn = sqlite3.connect(tmp_path / "kw.sqlite")
+    plan = " ".join(str(row) for row in conn.execute(
+        "EXPLAIN QUERY PLAN " + ranked_sql("rrf", [2.0, 1.0], scope), ["alpha", *params, 10]))
+    conn.close()
+    assert "value>? AND value<?" in plan, plan  # the range is an index range, not a scan
+
+
+def test_ids_matching_limits_sorts_and_refuses_bad_filters() -> None:
+    with FTS5KeywordStore() as store:
+        _fill(store)
+        assert store.ids_matching(None) == sorted(METAS)
+        assert store.ids_matching({"tag": "x"}, limit=1) == ["a"]
+        assert store.ids_matching({"tag": "x"}, limit=0) == []
+        store.delete(["a"])
+        assert store.ids_matching({"tag": "x"}) == ["b"]
+        with pytest.raises(InvalidFilterError):
+            store.ids_matching({"n": {"$gt": "1"}})
+        with pytest.raises(InvalidFilterError):
+            store.search("alpha", 5, filter={"n": {"$unknown": 1}})
