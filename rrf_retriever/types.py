@@ -86,7 +86,8 @@ class LegTrace:
         latency_ms: Wall time of the leg's search (0 when not called).
         hits: How many hits it returned.
         error: The error message when it failed or timed out, else None.
-        note: Why it sat out, when it did ("weight 0", "no keyword terms", ...).
+        note: Why it sat out, when it did ("weight 0", "no keyword terms", ...), or how a leg that cannot take
+            the filter applied it ("post-filtered: ...", a foreign retriever).
     """
 
     name: str
@@ -102,6 +103,12 @@ class LegTrace:
 @dataclass(frozen=True, slots=True)
 class Trace:
     """How a hybrid query was answered: per-leg traces, timings and the settings used.
+
+    ``stages_ms`` holds each result stage's time (``pinned``, ``diversity``, ``rerank``, ``expand``);
+    ``stage_counts`` what they did: ``pinned`` (pinned hits in the pool), ``threshold_dropped``,
+    ``diversity_pool`` / ``diversity_vectors`` (candidates, and how many had a stored vector), ``reranked``
+    (candidates the reranker saw), ``rerank_failed`` (1: it raised and the fused order was kept), ``expanded``
+    (neighbours appended).
 
     Example:
         >>> Trace(legs=(), weights={}, rrf_k=60.0, top_k=10, fetch_k=20).degraded
@@ -119,11 +126,12 @@ class Trace:
     total_ms: float = 0.0
     warnings: tuple[str, ...] = ()
     stages_ms: Mapping[str, float] = field(default_factory=dict)
+    stage_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def degraded(self) -> bool:
-        """True when a leg that should have run failed, timed out or lost its embedding."""
-        return any(leg.error is not None for leg in self.legs)
+        """True when a leg that should have run failed, timed out or lost its embedding, or the reranker failed."""
+        return any(leg.error is not None for leg in self.legs) or bool(self.stage_counts.get("rerank_failed"))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view (the service, the CLI's ``--json``, LangChain callbacks, LlamaIndex events).

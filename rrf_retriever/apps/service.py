@@ -85,6 +85,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.frameworks.node_metadata import public_result_dict
 from rrf_retriever.scope import parse_filter_values
 
 __all__ = [
@@ -179,6 +180,16 @@ class SearchRequest(BaseModel):
         None, description="Ids always in the first page when they pass the filter (marked rrf_pinned).")
     query_vector: Optional[Annotated[list[float], Field(max_length=65_536)]] = Field(  # noqa: UP045
         None, description="A query vector to use instead of embedding the query (shared with other lookups).")
+    # The stages' values are checked by the engine (422 with its message), only their JSON types here.
+    diversity: Optional[float] = Field(  # noqa: UP045
+        None, description="MMR lambda in [0, 1] over the candidates' stored vectors (1 = the fused order).")
+    rerank: Optional[bool] = Field(  # noqa: UP045
+        None, description="false: skip the reranker the server was started with (serve --reranker) this call.")
+    rerank_k: Optional[int] = Field(None, description="Candidates the reranker sees (default max(2*top_k, 20)).")  # noqa: UP045
+    dense_paths: Optional[dict[str, Optional[dict[str, Any]]]] = Field(  # noqa: UP045
+        None, description='Extra dense legs over the dense store, each with its own filter instead of `filter` '
+                          '(null: unfiltered): {"dense_all": null}. Weighted by weights[name].')
+    expand_limit: Optional[int] = Field(None, description="At most this many 1-hop neighbours (default top_k).")  # noqa: UP045
 
     @model_validator(mode="after")
     def _one_query(self) -> SearchRequest:
@@ -625,7 +636,7 @@ def create_app(
             result = await engine.asearch(text, **kwargs)
         except RRFRetrieverError as exc:
             raise _engine_error(exc) from exc
-        return JSONResponse({"query": text, **result.to_dict()})
+        return JSONResponse({"query": text, **public_result_dict(result)})
 
     @app.get("/search")
     async def search(
@@ -653,7 +664,9 @@ def create_app(
         """Hybrid search with the full filter language as JSON (an empty any-of list matches nothing)."""
         return await run_search(body.text, top_k=body.top_k, filter=body.filter, exclude_ids=body.exclude_ids,
                                 weights=body.weights, offset=body.offset, score_threshold=body.score_threshold,
-                                pinned_ids=body.pinned_ids, query_vector=body.query_vector)
+                                pinned_ids=body.pinned_ids, query_vector=body.query_vector, diversity=body.diversity,
+                                reranker=False if body.rerank is False else None, rerank_k=body.rerank_k,
+                                dense_paths=body.dense_paths, expand_limit=body.expand_limit)
 
     def refresh_manifest() -> None:
         if index_path is not None:

@@ -40,13 +40,22 @@ from typing import Any
 
 from rrf_retriever.engine.journal import Journal, open_journal
 from rrf_retriever.engine.legs import Leg, as_leg
+from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
 from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
 from rrf_retriever.engine.stages import Expand, NeighbourExpansion
 from rrf_retriever.engine.writes import WriteUnit
-from rrf_retriever.errors import EngineClosedError, InvalidArgumentError, InvalidTypeError
-from rrf_retriever.scope import FilterSpec
+from rrf_retriever.errors import (
+    EngineClosedError,
+    InvalidArgumentError,
+    InvalidFilterError,
+    InvalidTypeError,
+    RRFRetrieverError,
+    StoreError,
+)
+from rrf_retriever.scope import FilterSpec, normalize_filter
+from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
 
@@ -70,7 +79,9 @@ class HybridEngine:
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.
         expand: Optional 1-hop expansion: a callable ``FusedHit -> [neighbour ids]``.
         links_key: Optional metadata key holding neighbour ids (used when ``expand`` is None).
-        expand_limit: At most this many neighbours are appended after the fused results (default ``top_k``).
+        expand_limit: At most this many neighbours (default ``top_k``); they take the last slots of the page, so a
+            result never exceeds ``top_k`` (:func:`~rrf_retriever.engine.stages.fit_expansion`); a setting
+            (``update_settings(expand_limit=...)``) and a search argument too.
         journal: Optional write-ahead journal (a file path or a :class:`~rrf_retriever.engine.journal.Journal`):
             every write is recorded before it reaches the stores, and a write interrupted by a crash is redone in
             every store when the engine is built again (:meth:`recover`). None (default): no journal.
@@ -121,9 +132,10 @@ class HybridEngine:
             leg_timeout=leg_timeout,
             on_error=on_error,
             fusion=fusion,
+            expand_limit=expand_limit,
         )
         self._expansion = (
-            NeighbourExpansion(expand, links_key, expand_limit)
+            NeighbourExpansion(expand, links_key)  # its limit is the expand_limit setting (update_settings)
             if expand is not None or links_key is not None
             else None
         )
@@ -192,8 +204,9 @@ class HybridEngine:
         # they read one reference, the snapshot, and keep it for the whole query.
         with self._settings_lock:
             current = self._settings
-            if "weights" in changes:
-                changes["weights"] = current.with_weights(changes["weights"])
+            if "weights" in changes:  # a new dense path's weight may come with the path, in the same update
+                base = replace(current, dense_paths=changes["dense_paths"]) if "dense_paths" in changes else current
+                changes["weights"] = base.with_weights(changes["weights"])
             new = replace(current, **changes)  # __post_init__ validates
             self._settings = new  # one reference assignment: atomic for readers
         logger.debug("rrf_retriever settings updated: %s", new.to_dict())
@@ -245,12 +258,22 @@ class HybridEngine:
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
         expansion = self._expansion
         if expansion is None:
-            return finish(q, outcomes, embedded, lookup=self._lookup)
+            return finish(q, outcomes, embedded, lookup=self._lookup, vectors=self._vectors)
 
         def expand(hits: list[FusedHit], q: Query) -> list[FusedHit]:
-            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup)
+            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup, q.expand_limit)
 
-        return finish(q, outcomes, embedded, expand, self._lookup)
+        return finish(q, outcomes, embedded, expand, self._lookup, self._vectors)
+
+    def _vectors(self, ids: list[str]) -> Mapping[str, Sequence[float]]:
+        """Stored dense vectors by id, for the diversity stage: from the dense store of :func:`main_dense_leg`
+        when it implements :class:`~rrf_retriever.stores.base.VectorSource`, else none."""
+        try:
+            leg = self._legs[main_dense_leg(self._legs)]
+        except InvalidArgumentError:
+            return {}
+        store = getattr(leg, "store", None)
+        return store.get_vectors(ids) if isinstance(store, VectorSource) else {}
 
     def search(
         self,
@@ -264,6 +287,11 @@ class HybridEngine:
         query_vector: Sequence[float] | None = None,
         score_threshold: float | None = None,
         pinned_ids: Iterable[str] | None = None,
+        diversity: float | None = None,
+        reranker: Any = None,
+        rerank_k: int | None = None,
+        dense_paths: Mapping[str, FilterSpec | None] | None = None,
+        expand_limit: int | None = None,
     ) -> SearchResult:
         """Run a hybrid query (legs concurrently in threads) and fuse the results.
 
@@ -277,7 +305,18 @@ class HybridEngine:
             query_vector: Use this query vector for the dense legs instead of embedding ``query`` (seed 000: a
                 vector shared with other lookups).
             score_threshold: Keep hits whose ``normalized_score`` (score / best possible score, in [0, 1]) reaches it.
-            pinned_ids: Ids always in the first page when they pass the scope (``metadata["rrf_pinned"]``).
+            pinned_ids: Ids always in the first page when they pass the scope (``metadata["rrf_pinned"]``); a
+                reranker or diversity never takes them out.
+            diversity: MMR lambda in [0, 1] over the candidates' stored dense vectors (1: the fused order);
+                None: the settings' (default off). See :func:`~rrf_retriever.engine.stages.diversify`.
+            reranker: A callable ``(query, texts) -> scores`` or an object with ``rerank_hits`` (see
+                :mod:`~rrf_retriever.engine.rerank`); None: the settings'; False: none for this call. The hits keep
+                their fused ``score`` and ranks; ``metadata["rrf_rerank_score"]`` holds the reranker's.
+            rerank_k: Candidates the reranker sees (default ``max(2 * top_k, 20)``).
+            dense_paths: ``{name: filter or None}``: extra dense legs over the main dense store, each with its own
+                filter instead of ``filter`` (None: unfiltered; ``exclude_ids`` still apply), weighted by
+                ``weights[name]`` (default: the dense leg's). The query is embedded once for all of them.
+            expand_limit: At most this many 1-hop neighbours (default ``top_k``), with ``expand``/``links_key``.
 
         Returns:
             :class:`~rrf_retriever.types.SearchResult` with the fused hits and the trace.
@@ -288,7 +327,8 @@ class HybridEngine:
         """
         self._check_open()
         q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
-                          score_threshold=score_threshold, pinned_ids=pinned_ids)
+                          score_threshold=score_threshold, pinned_ids=pinned_ids, diversity=diversity,
+                          reranker=reranker, rerank_k=rerank_k, dense_paths=dense_paths, expand_limit=expand_limit)
         if not q.active:
             return empty_result(q)
         try:
@@ -314,17 +354,27 @@ class HybridEngine:
         query_vector: Sequence[float] | None = None,
         score_threshold: float | None = None,
         pinned_ids: Iterable[str] | None = None,
+        diversity: float | None = None,
+        reranker: Any = None,
+        rerank_k: int | None = None,
+        dense_paths: Mapping[str, FilterSpec | None] | None = None,
+        expand_limit: int | None = None,
     ) -> SearchResult:
         """Async twin of :meth:`search`: the legs run concurrently as asyncio tasks."""
         self._check_open()
         q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
-                          score_threshold=score_threshold, pinned_ids=pinned_ids)
+                          score_threshold=score_threshold, pinned_ids=pinned_ids, diversity=diversity,
+                          reranker=reranker, rerank_k=rerank_k, dense_paths=dense_paths, expand_limit=expand_limit)
         if not q.active:
             return empty_result(q)
         outcomes, embedded = await run_in_tasks(q, self._head_start)
         if self._closed:
             msg = "the engine was closed during this query"
             raise EngineClosedError(msg)
+        if q.reranker is not None or q.diversity is not None:
+            import asyncio  # a reranker (a model) or the vector reads must not block the event loop
+
+            return await asyncio.to_thread(self._finish, q, outcomes, embedded)
         return self._finish(q, outcomes, embedded)
 
     def _lookup(self, ids: list[str]) -> list[Record]:
@@ -396,6 +446,61 @@ class HybridEngine:
         import asyncio
 
         await asyncio.to_thread(self.delete, ids)
+
+    def delete_where(self, filter: FilterSpec) -> int:
+        """Delete every document whose metadata matches ``filter`` from every store; all or none, like :meth:`delete`.
+
+        The matching ids are collected from EVERY writable store and united, so a document present in only some
+        stores is removed too; they are then deleted through :meth:`delete` (same rollback, same journal). Other
+        writes wait meanwhile, so a document added concurrently is either matched and deleted or left whole.
+
+        Args:
+            filter: A metadata filter in the search's language, e.g. ``{"ref_doc_id": "doc-7"}``. An empty filter
+                is refused: it would delete every document.
+
+        Returns:
+            The number of documents deleted (0 when none matches).
+
+        Raises:
+            InvalidFilterError: a malformed or empty filter (nothing deleted).
+            StoreError: a store cannot list its documents by filter, or a delete failed (the others rolled back).
+
+        Example:
+            >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+            >>> engine = HybridEngine({"keyword": FTS5KeywordStore()})
+            >>> engine.add(["c1", "c2", "x"], ["a", "b", "c"], [{"ref_doc_id": "d"}, {"ref_doc_id": "d"}, {}])
+            ['c1', 'c2', 'x']
+            >>> engine.delete_where({"ref_doc_id": "d"}), engine.count()
+            (2, {'keyword': 1})
+        """
+        flt = normalize_filter(filter)
+        if flt is None:
+            msg = "delete_where needs a non-empty filter: an empty one would delete every document"
+            raise InvalidFilterError(msg)
+        with self._writes.lock:
+            self._check_open()
+            found: dict[str, None] = {}  # insertion-ordered set: the delete (and its journal entry) is reproducible
+            for name, leg in self._writes.legs:
+                ids_matching = getattr(leg.store, "ids_matching", None)  # part of our stores, maybe not of others
+                if ids_matching is None:
+                    msg = f"store {name!r} ({type(leg.store).__name__}) cannot list documents by filter; delete by ids"
+                    raise StoreError(msg)
+                try:
+                    found.update(dict.fromkeys(ids_matching(flt)))
+                except RRFRetrieverError:
+                    raise
+                except Exception as exc:
+                    msg = f"listing the documents to delete in store {name!r} failed: {type(exc).__name__}: {exc}"
+                    raise StoreError(msg) from exc
+            if found:
+                self._writes.delete(list(found))
+            return len(found)
+
+    async def adelete_where(self, filter: FilterSpec) -> int:
+        """Async twin of :meth:`delete_where`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.delete_where, filter)
 
     def recover(self) -> int:
         """Redo every write the journal holds as pending (interrupted by a crash) in every writable store.

@@ -12,23 +12,34 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import FUSIONS
+from rrf_retriever.scope import FilterSpec, normalize_filter
 from rrf_retriever.validate import (
     MAX_LEG_TIMEOUT,
     MAX_RRF_K,
     MAX_TOP_K,
     check_mapping,
     check_number,
+    check_str,
     check_top_k,
     check_weights,
 )
 
-__all__ = ["DEFAULT_HYBRID_RRF_K", "DEFAULT_LEG_WEIGHTS", "MIN_FETCH_K", "OnError", "RetrievalSettings"]
+__all__ = [
+    "DEFAULT_HYBRID_RRF_K",
+    "DEFAULT_LEG_WEIGHTS",
+    "MIN_FETCH_K",
+    "OnError",
+    "RetrievalSettings",
+    "check_dense_paths",
+    "check_diversity",
+]
 
 #: The engine's RRF constant unless told otherwise: the textbook 60. Chosen with the defaults below across five
 #: collections, leave-one-collection-out (benchmarks/bench_collections.py, benchmarks/RESULTS.md): the k=2 tuned
@@ -55,6 +66,14 @@ class RetrievalSettings:
         leg_timeout: Seconds a leg (and the query embedding) may take; None waits forever.
         on_error: ``"degrade"`` drops a failing leg from the query; ``"raise"`` re-raises its error.
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"`` (:data:`rrf_retriever.fusion.FUSIONS`).
+        diversity: The MMR lambda in [0, 1] of the diversity stage (1 = the fused order); None (default): off.
+        reranker: A reranker (:mod:`rrf_retriever.engine.rerank`: a callable ``(query, texts) -> scores`` or an
+            object with ``rerank_hits``); None (default): no reranking. ``to_dict`` shows its name only.
+        rerank_k: How many fused candidates the reranker sees; None: ``max(2 * top_k, 20)``.
+        dense_paths: Extra dense legs over the main dense store, ``{name: filter or None}``: each searches with
+            its OWN filter (None: unfiltered) instead of the query's, with the query's ``exclude_ids``; its weight
+            is ``weights[name]`` (default: the main dense leg's). Empty (default): none.
+        expand_limit: At most this many neighbours from 1-hop expansion; None: ``top_k``.
 
     Example:
         >>> RetrievalSettings(weights={"dense": 1.0}).to_dict()["top_k"]
@@ -68,6 +87,11 @@ class RetrievalSettings:
     leg_timeout: float | None = None
     on_error: OnError = "degrade"
     fusion: str = "rrf"
+    diversity: float | None = None
+    reranker: Any = None
+    rerank_k: int | None = None
+    dense_paths: Mapping[str, FilterSpec | None] = field(default_factory=lambda: MappingProxyType({}))
+    expand_limit: int | None = None
 
     def __post_init__(self) -> None:
         weights = check_mapping(self.weights, "weights", _WEIGHTS_ARE)
@@ -85,6 +109,14 @@ class RetrievalSettings:
         if self.fusion not in FUSIONS:
             msg = f"fusion must be one of {sorted(FUSIONS)}, got {self.fusion!r}"
             raise InvalidArgumentError(msg)
+        if self.diversity is not None:
+            object.__setattr__(self, "diversity", check_diversity(self.diversity))
+        check_reranker(self.reranker)
+        if self.rerank_k is not None:
+            check_top_k(self.rerank_k, "rerank_k")
+        if self.expand_limit is not None:
+            check_top_k(self.expand_limit, "expand_limit")
+        object.__setattr__(self, "dense_paths", MappingProxyType(check_dense_paths(self.dense_paths) or {}))
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -103,11 +135,48 @@ class RetrievalSettings:
         if weights is None:
             return dict(self.weights)
         check_mapping(weights, "weights", _WEIGHTS_ARE)
-        return _not_all_zero(check_weights(list(self.weights), {**self.weights, **weights}))
+        known = [*self.weights, *(p for p in self.dense_paths if p not in self.weights)]  # a path's weight too
+        return _not_all_zero(check_weights(known, {**self.weights, **weights}))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able view (for the settings service and logs)."""
-        return {f.name: (dict(self.weights) if f.name == "weights" else getattr(self, f.name)) for f in fields(self)}
+        """A JSON-able view (for the settings service and logs); the reranker shows as its name."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["weights"] = dict(self.weights)
+        out["dense_paths"] = dict(self.dense_paths)
+        out["reranker"] = reranker_name(self.reranker)
+        return out
+
+
+def check_diversity(value: object) -> float:
+    """The MMR lambda of the diversity stage: a number in [0, 1].
+
+    Example:
+        >>> check_diversity(0.5)
+        0.5
+    """
+    return check_number(value, "diversity (the MMR lambda)", high=1.0)
+
+
+def check_dense_paths(paths: object) -> dict[str, FilterSpec | None] | None:
+    """Validate ``dense_paths`` (``{name: filter or None}``): names are non-empty strings, filters parse.
+
+    The filters are kept as given (JSON-able for ``to_dict``); the query normalizes them.
+
+    Example:
+        >>> check_dense_paths({"dense_all": None})
+        {'dense_all': None}
+    """
+    if paths is None:
+        return None
+    given = check_mapping(paths, "dense_paths", "path name to its filter (or None: unfiltered)")
+    out: dict[str, FilterSpec | None] = {}
+    for name, flt in given.items():
+        if not check_str(name, "a dense_paths name"):
+            msg = "dense_paths names must be non-empty strings"
+            raise InvalidArgumentError(msg)
+        normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
+        out[name] = None if flt is None else dict(check_mapping(flt, f"dense_paths[{name!r}]", "a filter"))
+    return out
 
 
 def _not_all_zero(weights: dict[str, float]) -> dict[str, float]:

@@ -1,4 +1,11 @@
-"""Result stages that run after fusion (DESIGN 7b). Each is a small object the engine calls with the fused list.
+"""Result stages that run after fusion (DESIGN 7b), in this order: ``pinned_ids``, ``score_threshold`` (in
+:func:`rrf_retriever.engine.query.finish`), ``diversity`` (:func:`diversify`), ``reranker`` (:func:`rerank`),
+pinned hits back on the first page (:func:`pinned_first`), the page (``offset``), then 1-hop expansion
+(:class:`NeighbourExpansion`) of the page.
+
+Pinned documents are always in the result: the threshold keeps them, diversity leaves them where the pinned
+stage put them, a reranker that drops one is overruled (it comes back after the reranked ones, marked
+``rrf_pinned``), and :func:`pinned_first` brings any that moved below the first page back onto it.
 
 Example:
     >>> stage = NeighbourExpansion(links_key="links")
@@ -8,25 +15,136 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from rrf_retriever.diversity import mmr_order
+from rrf_retriever.engine.rerank import call_reranker
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.scope import NormalizedFilter, matches
 from rrf_retriever.types import FusedHit, Record
 from rrf_retriever.validate import check_top_k
 
-__all__ = ["Expand", "NeighbourExpansion"]
+__all__ = ["PINNED_KEY", "RERANK_SCORE_KEY", "Expand", "NeighbourExpansion", "Vectors", "diversify",
+           "fit_expansion", "pin", "pinned_first", "rerank"]
+
+#: Metadata key marking a pinned result.
+PINNED_KEY = "rrf_pinned"
+#: Metadata key holding the reranker's score (the fused ``rrf_score`` and ``rrf_ranks`` stay).
+RERANK_SCORE_KEY = "rrf_rerank_score"
+#: ``ids -> {id: stored dense vector}`` (ids without a stored vector are absent).
+Vectors = Callable[[list[str]], Mapping[str, Sequence[float]]]
+
+
+def _is_pinned(hit: FusedHit) -> bool:
+    return bool(hit.metadata.get(PINNED_KEY))
+
+
+def pin(hits: list[FusedHit], pinned_ids: Sequence[str], top_k: int, flt: NormalizedFilter | None,
+        excl: frozenset[str], lookup: Callable[[list[str]], list[Record]]) -> list[FusedHit]:
+    """Every pinned id in scope is in the first page (``top_k``): the missing ones take its last places, the hits
+    they displace move down. Out of scope (filter or ``exclude_ids``) or unknown: never.
+
+    Example:
+        >>> hits = [FusedHit(i, "", {}, 1.0, {}, {}) for i in "abc"]
+        >>> [h.id for h in pin(hits, ["c"], 2, None, frozenset(), lambda ids: [])]
+        ['a', 'c', 'b']
+    """
+    wanted = [i for i in pinned_ids if i not in excl]
+    present = {h.id for h in hits}
+    records = {r.id: r for r in lookup([i for i in wanted if i not in present])} if wanted else {}
+    added = [FusedHit(r.id, r.text, {**r.metadata, PINNED_KEY: True}, 0.0, {}, {})
+             for i in wanted if (r := records.get(i)) is not None and matches(r.metadata, flt)]
+    pinned = set(wanted)
+    marked = [replace(h, metadata={**h.metadata, PINNED_KEY: True}) if h.id in pinned else h for h in hits]
+    return pinned_first(marked, top_k, added)
+
+
+def pinned_first(hits: list[FusedHit], top_k: int, added: Sequence[FusedHit] = ()) -> list[FusedHit]:
+    """Pinned hits below the first page (and ``added`` ones) move onto it, taking its last non-pinned places;
+    the hits they displace move down, in order. Hits already on the first page do not move.
+
+    Example:
+        >>> hits = [FusedHit("a", "", {}, 1, {}, {}), FusedHit("b", "", {}, 1, {}, {}),
+        ...         FusedHit("p", "", {"rrf_pinned": True}, 0, {}, {})]
+        >>> [h.id for h in pinned_first(hits, 2)]
+        ['a', 'p', 'b']
+    """
+    head, tail = hits[:top_k], hits[top_k:]
+    late = [*(h for h in tail if _is_pinned(h)), *added]
+    if not late:
+        return hits
+    tail = [h for h in tail if not _is_pinned(h)]
+    head = head + late
+    displaced: list[FusedHit] = []
+    for _ in range(max(0, len(head) - top_k)):
+        last_free = next((i for i in range(len(head) - 1, -1, -1) if not _is_pinned(head[i])), None)
+        if last_free is None:
+            break
+        displaced.insert(0, head.pop(last_free))
+    return head + displaced + tail
+
+
+def diversify(hits: list[FusedHit], lambda_: float, picks: int, vectors: Vectors | None) -> tuple[list[FusedHit], int]:
+    """MMR (:func:`rrf_retriever.diversity.mmr_order`) over the candidates, by their STORED dense vectors.
+
+    Relevance is the fused score divided by the best fused score among the candidates: the fused score is the
+    hybrid relevance (it holds the keyword evidence too, and every candidate has one, with or without a query
+    vector), and dividing by the best puts it on the scale of a cosine similarity (the top candidate is 1.0), so
+    ``lambda_`` means the same trade-off for every query whatever ``rrf_k`` or the number of legs. A candidate
+    without a stored vector (a foreign leg's document) is never judged redundant: it competes on relevance alone.
+    Pinned hits keep their places and take no part. ``lambda_ = 1`` returns ``hits`` unchanged (no vector read).
+
+    Args:
+        hits: The candidates, in fused order.
+        lambda_: The MMR lambda in [0, 1].
+        picks: How many places MMR fills; the candidates not picked follow in fused order.
+        vectors: ``ids -> {id: vector}`` (None: no vectors; the order stays the fused one).
+
+    Returns:
+        The re-ordered hits and how many candidates had a stored vector.
+    """
+    free = [h for h in hits if not _is_pinned(h)]
+    if lambda_ >= 1.0 or len(free) < 2 or vectors is None:
+        return hits, 0
+    found = vectors([h.id for h in free])
+    best = max(h.score for h in free)
+    relevance = [h.score / best if best > 0 else 0.0 for h in free]
+    order = mmr_order(relevance, [found.get(h.id) for h in free], lambda_, min(picks, len(free)))
+    chosen = set(order)
+    ranked = iter([free[i] for i in order] + [h for i, h in enumerate(free) if i not in chosen])
+    return [h if _is_pinned(h) else next(ranked) for h in hits], sum(1 for h in free if h.id in found)
+
+
+def rerank(hits: list[FusedHit], query: str, reranker: Any, rerank_k: int) -> tuple[list[FusedHit], int]:
+    """The first ``rerank_k`` candidates in the reranker's order (each with ``rrf_rerank_score``), then the rest in
+    fused order. A candidate the reranker drops is removed, unless it is pinned: then it stays, right after the
+    reranked ones. Whatever the reranker raises propagates (the engine degrades or re-raises).
+
+    Returns:
+        The hits and how many candidates the reranker saw.
+    """
+    head, tail = hits[:rerank_k], hits[rerank_k:]
+    if not head:
+        return hits, 0
+    by_id = {h.id: h for h in head}
+    ranked = call_reranker(reranker, query, head)
+    kept = {doc_id for doc_id, _ in ranked}
+    out = [replace(by_id[i], metadata={**by_id[i].metadata, RERANK_SCORE_KEY: score}) for i, score in ranked]
+    out += [h for h in head if h.id not in kept and _is_pinned(h)]  # a pinned document is never dropped
+    return out + tail, len(head)
 
 #: A function that names a result's neighbours: ``FusedHit -> [neighbour ids]``.
 Expand = Callable[[FusedHit], Sequence[str]]
 
 
 class NeighbourExpansion:
-    """1-hop expansion: append the fused results' neighbours (in seed order, within the same scope).
+    """1-hop expansion: the fused results' neighbours (in seed order, within the same scope).
 
-    Neighbours come from ``expand(hit)`` or from the metadata key ``links_key``; each is appended once, marked
-    ``rrf_expanded_from`` (the seed's id) with score 0, at most ``limit`` of them (default: ``top_k``).
+    Neighbours come from ``expand(hit)`` or from the metadata key ``links_key``; each comes once, marked
+    ``rrf_expanded_from`` (the seed's id) with score 0, at most ``limit`` of them (default: ``top_k``). The engine
+    fits them into the page with :func:`fit_expansion`, so a result never has more than ``top_k`` hits.
 
     Args:
         expand: A callable ``FusedHit -> [neighbour ids]``, or None to read ``links_key``.
@@ -65,13 +183,15 @@ class NeighbourExpansion:
         flt: NormalizedFilter | None,
         excl: frozenset[str],
         lookup: Callable[[list[str]], list[Record]],
+        limit: int | None = None,
     ) -> list[FusedHit]:
-        """The neighbours of ``hits`` as results, looked up by ``lookup`` (ids -> stored records)."""
+        """The neighbours of ``hits`` as results, looked up by ``lookup`` (ids -> stored records): at most
+        ``limit`` (the query's ``expand_limit``), else this stage's ``limit``, else ``top_k``."""
         wanted = self.wanted(hits, excl)
         if not wanted:
             return []
         records = {r.id: r for r in lookup([nid for nid, _ in wanted])}
-        limit = self.limit or top_k
+        limit = limit or self.limit or top_k
         out: list[FusedHit] = []
         for nid, seed in wanted:
             record = records.get(nid)
@@ -81,3 +201,27 @@ class NeighbourExpansion:
             if len(out) >= limit:
                 break
         return out
+
+
+def fit_expansion(page: Sequence[FusedHit], added: Sequence[FusedHit], top_k: int) -> list[FusedHit]:
+    """The page with its neighbours, within ``top_k`` (seed 003): neighbours take the last slots of the page.
+
+    Neighbours are taken in seed order while their seed keeps its place: each one taken shortens the fused part
+    by one, and a neighbour whose seed would fall off the page (with every later one) is left out. Pinned hits
+    (first on the page) are never pushed off.
+
+    Example:
+        >>> hit = lambda i, seed=None: FusedHit(i, "", {} if seed is None else {"rrf_expanded_from": seed}, 0.0, {}, {})
+        >>> [h.id for h in fit_expansion([hit("a"), hit("b"), hit("c")], [hit("x", "a"), hit("y", "c")], 3)]
+        ['a', 'b', 'x']
+    """
+    rank = {h.id: i for i, h in enumerate(page)}
+    floor = sum(1 for h in page if _is_pinned(h))
+    chosen: list[FusedHit] = []
+    for neighbour in added:
+        keep = min(len(page), top_k - len(chosen) - 1)
+        seed_rank = rank.get(neighbour.metadata.get("rrf_expanded_from"), len(page))  # type: ignore[arg-type]
+        if keep < floor or seed_rank >= keep:
+            break  # seeds come in page order: no later neighbour's seed fits either
+        chosen.append(neighbour)
+    return list(page[: min(len(page), top_k - len(chosen))]) + chosen

@@ -15,19 +15,23 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.frameworks.node_metadata import public_metadata
 from rrf_retriever.layout import (
     JOURNAL_FILE,
     make_dense_store,
     make_keyword_store,
+    make_qdrant_stores,
     open_stores,
     refresh_manifest,
     with_saved_settings,
 )
+from rrf_retriever.text import Analyzer, as_analyzer
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
 
@@ -36,17 +40,21 @@ __all__ = ["RRF_METADATA_KEYS", "SEARCH_KWARGS", "FrameworkSide", "RetrieverCore
 #: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
 RRF_METADATA_KEYS = (
     "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
+    "rrf_rerank_score",
 )
 #: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``).
 SEARCH_KWARGS = frozenset({
     "top_k", "k", "filter", "exclude_ids", "weights", "offset", "query_vector", "score_threshold", "pinned_ids",
+    "diversity", "reranker", "rerank_k", "dense_paths", "expand_limit",
 })
 _WEIGHTS_ARE = "source name to weight"
 
 
 def result_metadata(hit: FusedHit) -> dict[str, Any]:
-    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``)."""
-    metadata = dict(hit.metadata)
+    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
+    bookkeeping keys of a node-written document hidden (:mod:`~rrf_retriever.frameworks.node_metadata`:
+    ``ref_doc_id`` stays, ``_node_content`` goes)."""
+    metadata = public_metadata(hit.metadata, hit.id)
     metadata["rrf_score"] = hit.score
     metadata["rrf_score_normalized"] = hit.normalized_score
     metadata["rrf_ranks"] = dict(hit.ranks)
@@ -110,12 +118,18 @@ class FrameworkSide:
 
 
 def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Refuse an unknown search argument (a typo never silently does nothing)."""
+    """Refuse an unknown search argument (a typo never silently does nothing); a LlamaIndex ``MetadataFilters``
+    given as ``filter`` becomes our filter tree here, at the edge (:mod:`~rrf_retriever.frameworks.filters`)."""
     unknown = sorted(set(kwargs) - SEARCH_KWARGS)
     if unknown:
         msg = f"unknown search argument(s) {unknown}; accepted: {sorted(SEARCH_KWARGS)} (rrf_k is a setting)"
         raise InvalidArgumentError(msg)
-    return dict(kwargs)
+    out = dict(kwargs)
+    if out.get("filter") is not None:
+        from rrf_retriever.frameworks.filters import as_filter
+
+        out["filter"] = as_filter(out["filter"])
+    return out
 
 
 def resolve_top_k(top_k: int | None, k: int | None) -> int | None:
@@ -239,6 +253,10 @@ class RetrieverCore:
         dense: str | Any = None,
         path: str | Path | None = None,
         collection_name: str | None = None,
+        url: str | None = None,
+        location: str | None = None,
+        api_key: str | None = None,
+        analyzer: Analyzer | str | None = None,
         **kwargs: Any,
     ) -> Any:
         """Build the embedded default stack and index ``texts``.
@@ -251,8 +269,9 @@ class RetrieverCore:
                 the same script twice updates the same documents instead of adding copies.
             keyword: ``"fts5"`` (SQLite FTS5), ``"bm25"`` (in memory; saved in ``path`` after every write) or a
                 keyword store. Default: the index's own kind at ``path``, else ``"fts5"``.
-            dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; exact search
-                ~8 ms at 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or ``path``;
+            dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; an int8 scan
+                with exact rescoring once optimized, which an add of 10k+ points does by itself), ``"qdrant"``
+                (qdrant-client local mode, ``:memory:`` or ``path``;
                 comfortable below ~20k points) or any dense store (e.g. a server by URL). Default: the index's own
                 kind at ``path``, else ``"qdrant-edge"``.
             path: An index directory, the same layout the ``rrf-retriever`` CLI uses (manifest ``rrf-index.json``,
@@ -260,16 +279,40 @@ class RetrieverCore:
                 if it exists. Its manifest decides: another store kind, collection, embedder or embedding dimension
                 than the index's is an :class:`~rrf_retriever.layout.IndexDirectoryError`. None keeps all in memory.
             collection_name: The Qdrant collection name (default ``"rrf_retriever"``, or the index's).
+            url, location, api_key: With ``keyword="qdrant", dense="qdrant"`` both legs live in ONE Qdrant collection
+                (:class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`: one upsert writes both, one request
+                searches both): on the server or cluster ``url`` (``api_key`` for a secured one), else in
+                ``location`` (default ``":memory:"``), else in ``path``.
+            analyzer: The keyword analyzer of the store built here: an :class:`~rrf_retriever.text.Analyzer` or a
+                language name (``analyzer="german"`` is ``Analyzer(language="german")``: Snowball stemming and
+                stopwords). Default: English (Porter); CJK text is cut into bigrams either way. An index at ``path``
+                remembers it (its manifest and store); reopening with another is an error, None uses the index's.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
         stores = None
+        if (url is not None or location is not None) and not (keyword == dense == "qdrant"):
+            msg = "url= and location= are for keyword='qdrant', dense='qdrant' (both legs in one Qdrant collection)"
+            raise InvalidArgumentError(msg)
+        analyzer = as_analyzer(analyzer)
+        if analyzer is not None and keyword is not None and not isinstance(keyword, str):
+            msg = "analyzer= is for a keyword store built here; give the analyzer to the keyword store you pass"
+            raise InvalidArgumentError(msg)
         if path is None:
             keyword, dense = keyword or "fts5", dense or "qdrant-edge"
-            dense_store = (make_dense_store(dense, embedding, None, collection_name or "rrf_retriever")
-                           if isinstance(dense, str) else dense)
-            keyword_store = make_keyword_store(keyword, None) if isinstance(keyword, str) else keyword
+            joint = make_qdrant_stores(keyword, dense, embedding, None, collection_name or "rrf_retriever",
+                                       url=url, location=location, api_key=api_key, analyzer=analyzer)
+            if joint is not None:
+                keyword_store, dense_store = joint
+            else:
+                dense_store = (make_dense_store(dense, embedding, None, collection_name or "rrf_retriever")
+                               if isinstance(dense, str) else dense)
+                keyword_store = make_keyword_store(keyword, None, analyzer) if isinstance(keyword, str) else keyword
         else:
-            stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name)
+            if location is not None:
+                msg = "location= and path= exclude each other (path is an index directory)"
+                raise InvalidArgumentError(msg)
+            stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name,
+                                 url=url, api_key=api_key, analyzer=analyzer)
             dense_store, keyword_store = stores.dense, stores.keyword
             kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
             kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
@@ -362,8 +405,9 @@ class RetrieverCore:
         await self.engine.adelete(ids)  # type: ignore[attr-defined]
 
     def get_by_ids(self, ids: Sequence[str]) -> list[Record]:
-        """Stored documents by id, in the order asked (missing ids are skipped)."""
-        return self.engine.get(ids)  # type: ignore[attr-defined]
+        """Stored documents by id, in the order asked (missing ids are skipped); metadata as results show it
+        (LlamaIndex's ``_node_content`` and copies of ``ref_doc_id`` hidden; ``engine.get`` gives it raw)."""
+        return [replace(r, metadata=public_metadata(r.metadata, r.id)) for r in self.engine.get(ids)]  # type: ignore[attr-defined]
 
     # ---- settings -----------------------------------------------------------------------------------
 
@@ -378,7 +422,9 @@ class RetrieverCore:
         """Change settings at runtime (validated, swapped atomically; the next query uses them).
 
         Accepts ``weights``, ``semantic_weight``, ``keyword_weight``, ``rrf_k``, ``top_k`` (or ``k``), ``fetch_k``,
-        ``leg_timeout``, ``on_error``, ``fusion``. Shared by every copy of this retriever (``scoped``,
+        ``leg_timeout``, ``on_error``, ``fusion``, and the result stages ``diversity``, ``reranker`` (a callable, a
+        LangChain ``BaseDocumentCompressor`` or a LlamaIndex ``BaseNodePostprocessor``), ``rerank_k``,
+        ``dense_paths``, ``expand_limit``. Shared by every copy of this retriever (``scoped``,
         ``configurable_fields``): they wrap the same engine.
 
         Example:
@@ -392,6 +438,10 @@ class RetrieverCore:
                 weights[name] = value
         if weights:
             changes["weights"] = weights
+        if changes.get("reranker") is not None:  # a LangChain compressor / LlamaIndex postprocessor: converted here
+            from rrf_retriever.frameworks.rerankers import as_reranker
+
+            changes["reranker"] = as_reranker(changes["reranker"])
         return self.engine.update_settings(**changes)  # type: ignore[attr-defined]
 
     def scoped(self, **search_kwargs: Any) -> Any:
@@ -442,6 +492,10 @@ class RetrieverCore:
 
     def _search_args(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]
+        if merged.get("reranker") is not None:  # a framework reranker becomes the engine's shape at the edge
+            from rrf_retriever.frameworks.rerankers import as_reranker
+
+            merged["reranker"] = as_reranker(merged["reranker"])
         top_k = resolve_top_k(merged.pop("top_k", None), merged.pop("k", None))
         return {"top_k": top_k, **merged}
 

@@ -9,22 +9,30 @@ Example:
     >>> r = LlamaIndexRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
     >>> r.retrieve("E42")[0].node.metadata["rrf_ranks"]  # doctest: +SKIP
     {'keyword': 1, 'dense': 2}
+
+Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
+templates; see :mod:`rrf_retriever.frameworks.nodes`): ``insert_nodes(nodes)`` upserts by node id,
+``delete_ref_doc(ref_doc_id)`` removes every chunk of a source document from every store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
-from rrf_retriever.errors import missing_dependency
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS, FrameworkSide, RetrieverCore, result_metadata
-from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.errors import RRFRetrieverError, missing_dependency
+from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore
+from rrf_retriever.frameworks.node_metadata import REF_DOC_ID_KEY
+from rrf_retriever.frameworks.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.types import Hit
+from rrf_retriever.validate import check_id
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.events import BaseEvent
-    from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
     from pydantic import BaseModel
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "the LlamaIndex retriever") from exc
@@ -45,20 +53,13 @@ class RRFRetrievalTraceEvent(BaseEvent):
         return "RRFRetrievalTraceEvent"
 
 
-def to_node_with_score(hit: FusedHit) -> NodeWithScore:
-    """A fused hit as a LlamaIndex ``NodeWithScore`` (rrf_* keys hidden from the LLM and the embedder)."""
-    node = TextNode(
-        id_=hit.id,
-        text=hit.text,
-        metadata=result_metadata(hit),
-        excluded_llm_metadata_keys=list(RRF_METADATA_KEYS),
-        excluded_embed_metadata_keys=list(RRF_METADATA_KEYS),
-    )
-    return NodeWithScore(node=node, score=hit.score)
-
-
 def _hit(nws: NodeWithScore) -> Hit:
-    return Hit(nws.node.node_id, nws.node.get_content(), dict(nws.node.metadata), float(nws.score or 0.0))
+    # In the stored layout, so the fused result gives back the source's node whole (relationships, excluded keys).
+    try:
+        node_id, text, metadata = node_record(nws.node)
+    except RRFRetrieverError:  # a source id we would not store (empty, NUL): the plain node
+        node_id, text, metadata = nws.node.node_id, nws.node.get_content(), dict(nws.node.metadata)
+    return Hit(node_id, text, metadata, float(nws.score or 0.0))
 
 
 class LlamaIndexSide(FrameworkSide):
@@ -87,8 +88,51 @@ class LlamaIndexSide(FrameworkSide):
     @staticmethod
     def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
         if isinstance(doc, BaseNode):
-            return doc.node_id, doc.get_content(), dict(doc.metadata)
+            return node_record(doc)
         return None
+
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Upsert LlamaIndex nodes by node id into every store (all or none), as a LlamaIndex index does.
+
+        Each node keeps its id, text, metadata, ``ref_doc_id``, relationships and excluded keys (they come back
+        from ``retrieve``). The text is embedded by the retriever's own model: ``node.embedding`` is not used (a
+        vector of the right size from another model would rank silently wrong).
+
+        Returns:
+            The node ids written.
+
+        Example:
+            >>> from llama_index.core.schema import TextNode  # doctest: +SKIP
+            >>> retriever.insert_nodes([TextNode(id_="c1", text="chunk one")])  # doctest: +SKIP
+            ['c1']
+        """
+        return self.engine.add(*node_batch(nodes))  # type: ignore[attr-defined]
+
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Async twin of :meth:`insert_nodes`."""
+        return await self.engine.aadd(*node_batch(nodes))  # type: ignore[attr-defined]
+
+    def delete_ref_doc(self, ref_doc_id: str) -> int:
+        """Delete every node of the source document ``ref_doc_id`` (its chunks, or a ``Document`` inserted whole)
+        from every store, all or none; a document in only some stores is removed too.
+
+        Returns:
+            The number of nodes deleted (0 for an unknown ``ref_doc_id``).
+
+        Raises:
+            InvalidTypeError / InvalidFilterError: ``ref_doc_id`` is not a string of 1 to 1024 characters without NUL.
+
+        Example:
+            >>> retriever.delete_ref_doc("manual.pdf")  # doctest: +SKIP
+            12
+        """
+        source = check_id(ref_doc_id, field_name="ref_doc_id")
+        return self.engine.delete_where({REF_DOC_ID_KEY: source})  # type: ignore[attr-defined, no-any-return]
+
+    async def adelete_ref_doc(self, ref_doc_id: str) -> int:
+        """Async twin of :meth:`delete_ref_doc`."""
+        source = check_id(ref_doc_id, field_name="ref_doc_id")
+        return await self.engine.adelete_where({REF_DOC_ID_KEY: source})  # type: ignore[attr-defined, no-any-return]
 
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         if not isinstance(self, BaseModel):  # LlamaIndex alone: a plain class, no pydantic fields to hold these

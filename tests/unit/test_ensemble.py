@@ -35,6 +35,7 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import weighted_rrf
+from rrf_retriever.scope import Match
 from rrf_retriever.stores.bm25 import BM25KeywordStore
 from rrf_retriever.stores.fts5 import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
@@ -209,7 +210,7 @@ def test_filter_and_exclusions_are_pushed_into_every_leg() -> None:
     engine = HybridEngine({"a": leg})
     engine.search("q", filter={"session_id": [2, 1]}, exclude_ids=["b"])
     call = leg.calls[-1]
-    assert call["filter"] == {"session_id": (2, 1)}
+    assert call["filter"] == Match("session_id", (2, 1))  # the normalized filter tree (rrf_retriever.scope)
     assert call["exclude_ids"] == frozenset({"b"})
 
 
@@ -570,7 +571,7 @@ def test_upsert_keeps_stores_in_step() -> None:
 
 def test_links_expansion_appends_neighbours_in_scope_and_marks_them() -> None:
     dense, keyword = _stores()
-    engine = HybridEngine({"dense": dense, "keyword": keyword}, links_key="links", top_k=1)
+    engine = HybridEngine({"dense": dense, "keyword": keyword}, links_key="links", top_k=2)
     engine.add(
         ["seed", "n1", "n2", "n3"],
         ["quantum flux capacitor", "unrelated one", "unrelated two", "unrelated three"],
@@ -579,6 +580,25 @@ def test_links_expansion_appends_neighbours_in_scope_and_marks_them() -> None:
     result = engine.search("quantum flux capacitor", weights={"dense": 0}, filter={"s": 1}, exclude_ids=["n3"])
     assert result.ids == ["seed", "n1"]  # n2 is out of scope, n3 excluded
     assert result.hits[1].metadata["rrf_expanded_from"] == "seed"
+    # top_k=1: no room for a neighbour once the seed has its place (expansion stays within top_k)
+    assert engine.search("quantum flux capacitor", weights={"dense": 0}, filter={"s": 1}, top_k=1).ids == ["seed"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(top_k=st.integers(1, 8), limit=st.integers(1, 8), links=st.lists(st.lists(st.integers(0, 11), max_size=3),
+                                                                         min_size=12, max_size=12))
+def test_expansion_never_exceeds_top_k_and_keeps_every_seed(top_k: int, limit: int, links: list[list[int]]) -> None:
+    dense, keyword = _stores()
+    engine = HybridEngine({"dense": dense, "keyword": keyword}, links_key="links", top_k=top_k)
+    ids = [f"d{i}" for i in range(12)]
+    engine.add(ids, [f"alpha doc {i}" for i in range(12)], [{"links": [f"d{j}" for j in ls]} for ls in links])
+    plain = engine.search("alpha", expand_limit=1, weights={"dense": 0}, top_k=12).ids
+    hits = engine.search("alpha", expand_limit=limit, weights={"dense": 0}).hits
+    seeds = [h.id for h in hits if "rrf_expanded_from" not in h.metadata]
+    neighbours = [h for h in hits if "rrf_expanded_from" in h.metadata]
+    assert len(hits) <= top_k and len(neighbours) <= limit and len({h.id for h in hits}) == len(hits)
+    assert all(n.metadata["rrf_expanded_from"] in seeds for n in neighbours)
+    assert seeds == [i for i in plain if i in seeds][: len(seeds)]  # the fused part is a prefix of the fused order
 
 
 @pytest.mark.parametrize("links", [5, 2.5, {"n1": 1}, None, True])
