@@ -7,11 +7,13 @@ The analyzer (shared by every keyword store, so FTS5 and BM25 agree):
 1. Unicode NFKC normalisation, lower-casing, and (by default) Latin diacritics folded (``café`` -> ``cafe``),
    as FTS5's ``unicode61 remove_diacritics 2`` does (other scripts keep their marks: ``й`` is a letter).
    Keyword stores index this normalised form, so a store and its queries always agree.
-2. Split on anything that is not a Unicode letter or digit (``_`` included: ``snake_case`` is two words).
-3. Drop 1-character tokens and stopwords (Lucene's 33-word English set by default: conservative, and what
-   the published Lucene BM25 baselines use). 2-character tokens stay (``db``, ``ci``, ``io``).
+2. Split on anything that is not a Unicode letter or digit (``_`` included: ``snake_case`` is two words);
+   runs of Han, Kana and Hangul become overlapping character bigrams (``東京都庁`` -> ``東京 京都 都庁``).
+3. Drop 1-character tokens (a lone CJK character excepted) and stopwords (Lucene's 33-word English set by
+   default: conservative, and what the published Lucene BM25 baselines use). 2-character tokens stay (``db``).
 4. Stem (Porter by default, the algorithm FTS5's ``porter`` tokenizer implements; or any Snowball
-   language, or any callable, or none).
+   language, or any callable, or none). ``Analyzer(language="german")`` picks a language's stemmer and
+   stopwords (:mod:`rrf_retriever.languages`).
 
 ``build_match_query`` turns user text into an FTS5 query in which every term is a double-quoted string
 joined by ``OR``. Since a term only ever holds letters and digits, no user character can reach FTS5's
@@ -27,23 +29,34 @@ Example:
 
 from __future__ import annotations
 
-import re
-import threading
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.languages import (
+    LANGUAGE_DEFAULT,
+    STOPWORDS,
+    LanguageDefault,
+    cjk_bigrams,
+    is_cjk,
+    language_name,
+    normalize,
+    stemmer,
+    tokenize,
+    words,
+)
 from rrf_retriever.validate import check_int, check_str
 
 __all__ = [
     "CONVERSATIONAL_STOPWORDS",
     "DEFAULT_STOPWORDS",
+    "LANGUAGE_DEFAULT",
     "Analyzer",
+    "as_analyzer",
     "build_match_query",
     "default_analyzer",
     "match_expression",
     "normalize",
+    "saved_config",
     "tokenize",
 ]
 
@@ -64,143 +77,91 @@ CONVERSATIONAL_STOPWORDS: frozenset[str] = frozenset(
 )
 
 # A token is a run of Unicode letters and digits; ``[^\W_]`` is "word character but not underscore".
-_TOKEN = re.compile(r"[^\W_]+")
-
 StemSpec = str | Callable[[str], str] | None
-
-# Porter (1980) is what SQLite's ``porter`` tokenizer implements; Snowball "english" is Porter2.
-_STEMMER_ALIASES = {"porter": "porter", "english": "english", "snowball": "english", "porter2": "english"}
-
-
-@lru_cache(maxsize=4096)
-def _fold_char(ch: str) -> str:
-    """Strip the marks of a Latin letter (``é`` -> ``e``); leave other scripts alone (``й`` stays ``й``).
-
-    This is what FTS5's ``unicode61 remove_diacritics 2`` does: it folds Latin diacritics only.
-    """
-    decomposed = unicodedata.normalize("NFKD", ch)
-    base = decomposed[0]
-    if base.isascii() and all(unicodedata.combining(c) for c in decomposed[1:]):
-        return base
-    return ch
-
-
-def normalize(text: str, *, fold_diacritics: bool = True) -> str:
-    """NFKC, lower-case and (by default) Latin diacritics folded: the text form both index and query use.
-
-    Example:
-        >>> normalize("Café ＦＴＳ５ Русский")
-        'cafe fts5 русский'
-    """
-    text = unicodedata.normalize("NFKC", check_str(text, "text")).lower()
-    if fold_diacritics and not text.isascii():
-        text = "".join(ch if ch.isascii() else _fold_char(ch) for ch in text)
-    return text
-
-
-def tokenize(text: str, *, fold_diacritics: bool = True) -> list[str]:
-    """Split text into lower-cased tokens of Unicode letters and digits, keeping every token.
-
-    Args:
-        text: Any string (control characters, NUL and lone surrogates are separators).
-        fold_diacritics: Remove combining marks (``é`` -> ``e``), as FTS5's unicode61 tokenizer does.
-
-    Returns:
-        The tokens in order, duplicates and stopwords included.
-
-    Example:
-        >>> tokenize("Error E1234: the DB-connection (café) timed_out")
-        ['error', 'e1234', 'the', 'db', 'connection', 'cafe', 'timed', 'out']
-    """
-    return _TOKEN.findall(normalize(text, fold_diacritics=fold_diacritics))
-
-
-class _ThreadLocalStemmer:
-    """PyStemmer objects are not thread-safe: one per thread, each with its own word cache."""
-
-    def __init__(self, algorithm: str) -> None:
-        try:
-            import Stemmer  # PyStemmer
-        except ImportError as exc:
-            raise missing_dependency("PyStemmer", "bm25", f"stemming with {algorithm!r}") from exc
-        self._module = Stemmer
-        self._algorithm = algorithm
-        self._local = threading.local()
-        # Fail now, not on first use, if the algorithm does not exist.
-        self._module.Stemmer(algorithm)
-
-    def __call__(self, word: str) -> str:
-        stemmer = getattr(self._local, "stemmer", None)
-        if stemmer is None:
-            stemmer = self._module.Stemmer(self._algorithm)
-            self._local.stemmer = stemmer
-        return stemmer.stemWord(word)
-
-    def __repr__(self) -> str:
-        return f"PyStemmer({self._algorithm!r})"
-
-
-@lru_cache(maxsize=16)
-def _stemmer_for(name: str) -> Callable[[str], str]:
-    algorithm = _STEMMER_ALIASES.get(name.lower(), name.lower())
-    try:
-        return _ThreadLocalStemmer(algorithm)
-    except KeyError as exc:
-        msg = f"unknown stemming algorithm {name!r}; use 'porter', 'english' or another Snowball language"
-        raise InvalidArgumentError(msg) from exc
 
 
 class Analyzer:
     """Tokenizer + stopwords + stemmer, used for indexing and querying alike.
 
     Args:
-        stopwords: Words to drop (compared lower-cased, before stemming). Default: Lucene's English set.
-            Pass ``()`` to keep every word.
-        stem: ``"porter"`` (default, what FTS5's porter tokenizer does), ``"english"`` (Snowball Porter2),
-            another Snowball language name, a callable ``str -> str``, or None for no stemming.
-            Named stemmers need PyStemmer (extra ``bm25``); it is loaded on first use.
-        min_length: Tokens shorter than this are dropped (default 2: "db" stays, "a" goes).
+        stopwords: Words to drop (compared lower-cased, before stemming). Default: the language's list
+            (English: Lucene's 33 words; see :data:`rrf_retriever.languages.STOPWORDS` for the others; a
+            language without a shipped list drops none). Pass ``()`` to keep every word.
+        stem: ``"porter"`` (English default, what FTS5's porter tokenizer does), ``"english"`` (Snowball
+            Porter2), another Snowball language name, a callable ``str -> str``, or None for no stemming.
+            Default: the language's Snowball stemmer. Named stemmers need PyStemmer (extra ``bm25``).
+        language: A Snowball language (``"german"``, ``"french"``, ... or its ISO code ``"de"``): sets the
+            defaults of ``stem``, ``stopwords`` and ``query_stopwords``. None or ``"english"``: English, as
+            before (Porter). Chinese, Japanese and Korean need none (see ``cjk_bigrams``).
+        min_length: Tokens shorter than this are dropped (default 2: "db" stays, "a" goes); a lone CJK character
+            (a word of its own) stays when ``cjk_bigrams`` is on.
         fold_diacritics: Fold ``é`` to ``e`` (default True, like FTS5 ``remove_diacritics``).
-        query_stopwords: More words dropped from QUERIES only (default :data:`CONVERSATIONAL_STOPWORDS`; ``()``
-            keeps them). Not part of :meth:`config`: an index never depends on it.
+        query_stopwords: More words dropped from QUERIES only (English default :data:`CONVERSATIONAL_STOPWORDS`,
+            other languages none; ``()`` keeps them). Not part of :meth:`config`: an index never depends on it.
+        cjk_bigrams: Cut runs of Han, Kana and Hangul characters into overlapping bigrams (``東京都庁`` ->
+            ``東京 京都 都庁``) so a word inside a run is found (default True; text without CJK is unchanged).
+            An index saved before this option existed reopens with it off, as it was built.
 
     Example:
         >>> Analyzer(stem=None).analyze("The databases are configured")
         ['databases', 'configured']
-        >>> Analyzer(stem=str.upper, stopwords=()).analyze("a db")
-        ['DB']
+        >>> Analyzer(language="german").analyze("Die Häuser am See")
+        ['haus', 'see']
+        >>> Analyzer().terms("東京都庁の検索")
+        ['東京', '京都', '都庁', '庁の', 'の検', '検索']
     """
 
-    __slots__ = ("_stem_fn", "fold_diacritics", "min_length", "query_stopwords", "stem", "stopwords")
+    __slots__ = (
+        "_stem_fn", "cjk_bigrams", "fold_diacritics", "language", "min_length", "query_stopwords", "stem",
+        "stopwords",
+    )  # fmt: skip
 
     def __init__(
         self,
-        stopwords: Iterable[str] | None = DEFAULT_STOPWORDS,
-        stem: StemSpec = "porter",
+        stopwords: Iterable[str] | LanguageDefault | None = LANGUAGE_DEFAULT,
+        stem: StemSpec | LanguageDefault = LANGUAGE_DEFAULT,
         *,
+        language: str | None = None,
         min_length: int = 2,
         fold_diacritics: bool = True,
-        query_stopwords: Iterable[str] | None = CONVERSATIONAL_STOPWORDS,
+        query_stopwords: Iterable[str] | LanguageDefault | None = LANGUAGE_DEFAULT,
+        cjk_bigrams: bool = True,
     ) -> None:
-        for name, words in (("stopwords", stopwords), ("query_stopwords", query_stopwords)):
-            if isinstance(words, str):
-                msg = f"{name} must be a collection of words, not a single string"
+        name = None if language is None else language_name(language)
+        english = name in (None, "english")
+        self.language: str | None = None if english else name  # English is the default: one config for it
+        # isinstance, not ``is``: it narrows the type for checkers too (LanguageDefault has one member).
+        if isinstance(stopwords, LanguageDefault):
+            stopwords = DEFAULT_STOPWORDS if english else STOPWORDS.get(str(name), frozenset())
+        if isinstance(stem, LanguageDefault):
+            stem = "porter" if english else name
+        if isinstance(query_stopwords, LanguageDefault):
+            query_stopwords = CONVERSATIONAL_STOPWORDS if english else ()
+        for arg, given in (("stopwords", stopwords), ("query_stopwords", query_stopwords)):
+            if isinstance(given, str):
+                msg = f"{arg} must be a collection of words, not a single string"
                 raise InvalidTypeError(msg)
         self.query_stopwords: frozenset[str] = frozenset(w.lower() for w in (query_stopwords or ()))
         check_int(min_length, "min_length", 1)
         if stem is not None and not isinstance(stem, str) and not callable(stem):
             msg = f"stem must be a stemmer name, a callable or None, not {type(stem).__name__}"
             raise InvalidTypeError(msg)
+        for arg, flag in (("fold_diacritics", fold_diacritics), ("cjk_bigrams", cjk_bigrams)):
+            if not isinstance(flag, bool):
+                msg = f"{arg} must be a bool, not {type(flag).__name__}"
+                raise InvalidTypeError(msg)
         self.stopwords: frozenset[str] = frozenset(w.lower() for w in (stopwords or ()))
-        self.stem = stem
+        self.stem: StemSpec = stem
         self.min_length = min_length
         self.fold_diacritics = fold_diacritics
+        self.cjk_bigrams = cjk_bigrams
         self._stem_fn: Callable[[str], str] | None = None if isinstance(stem, str) else stem
 
     def __repr__(self) -> str:
         return (
-            f"Analyzer(stopwords=<{len(self.stopwords)} words>, stem={self.stem!r}, "
-            f"min_length={self.min_length}, fold_diacritics={self.fold_diacritics})"
+            f"Analyzer(language={self.language or 'english'!r}, stopwords=<{len(self.stopwords)} words>, "
+            f"stem={self.stem!r}, min_length={self.min_length}, fold_diacritics={self.fold_diacritics}, "
+            f"cjk_bigrams={self.cjk_bigrams})"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -209,7 +170,19 @@ class Analyzer:
         return self.config() == other.config()
 
     def __hash__(self) -> int:
-        return hash((self.stopwords, str(self.stem), self.min_length, self.fold_diacritics))
+        return hash(
+            (self.stopwords, str(self.stem), self.min_length, self.fold_diacritics, self.language, self.cjk_bigrams)
+        )
+
+    @property
+    def stems_like_porter(self) -> bool:
+        """Whether this analyzer stems with Porter, as SQLite FTS5's ``porter`` tokenizer does (English default).
+
+        Example:
+            >>> Analyzer().stems_like_porter, Analyzer(language="french").stems_like_porter
+            (True, False)
+        """
+        return isinstance(self.stem, str) and self.stem.lower() == "porter"
 
     def config(self) -> dict[str, object]:
         """A JSON-able description, saved beside an index so it is reopened with the same analyzer.
@@ -224,16 +197,23 @@ class Analyzer:
             "stem": stem,
             "min_length": self.min_length,
             "fold_diacritics": self.fold_diacritics,
+            "language": self.language,
+            "cjk_bigrams": self.cjk_bigrams,
         }
 
     @classmethod
     def from_config(cls, config: dict[str, object]) -> Analyzer:
         """Rebuild an analyzer saved with :meth:`config` (a custom callable stemmer cannot be saved).
 
+        A config saved before ``language`` and ``cjk_bigrams`` existed is English without CJK bigrams: the
+        analyzer its index was built with.
+
         Example:
             >>> a = Analyzer(stem=None)
             >>> Analyzer.from_config(a.config()) == a
             True
+            >>> Analyzer.from_config({"stem": "porter"}).cjk_bigrams
+            False
         """
         stem = config.get("stem", "porter")
         if stem is not None and not isinstance(stem, str):
@@ -242,25 +222,38 @@ class Analyzer:
         if isinstance(stem, str) and stem.startswith("<"):
             msg = f"the index was built with a custom stemmer ({stem}); pass the same analyzer explicitly"
             raise InvalidArgumentError(msg)
+        language = config.get("language")
+        if language is not None and not isinstance(language, str):
+            msg = "a saved analyzer config must name its language"
+            raise InvalidArgumentError(msg)
         return cls(
             stopwords=config.get("stopwords", DEFAULT_STOPWORDS),  # type: ignore[arg-type]
             stem=stem,
+            language=language,
             min_length=int(config.get("min_length", 2)),  # type: ignore[call-overload]
             fold_diacritics=bool(config.get("fold_diacritics", True)),
+            cjk_bigrams=bool(config.get("cjk_bigrams", False)),
         )
 
     def _stemmer(self) -> Callable[[str], str] | None:
         if self._stem_fn is None and isinstance(self.stem, str):
-            self._stem_fn = _stemmer_for(self.stem)
+            self._stem_fn = stemmer(self.stem)
         return self._stem_fn
 
     def normalize(self, text: str) -> str:
-        """The text as keyword stores index it (see :func:`normalize`)."""
-        return normalize(text, fold_diacritics=self.fold_diacritics)
+        """The text as keyword stores index it (see :func:`normalize`), with CJK runs cut into space-separated
+        bigrams when ``cjk_bigrams`` is on (text without CJK characters is left exactly as :func:`normalize`).
+
+        Example:
+            >>> Analyzer().normalize("ＦＴＳ５の検索")
+            'fts5 の検 検索'
+        """
+        text = normalize(text, fold_diacritics=self.fold_diacritics)
+        return cjk_bigrams(text) if self.cjk_bigrams else text
 
     def tokenize(self, text: str) -> list[str]:
-        """Every token of ``text`` (see :func:`tokenize`), stopwords included."""
-        return tokenize(text, fold_diacritics=self.fold_diacritics)
+        """Every token of ``text`` (see :func:`tokenize`; CJK runs as bigrams), stopwords included."""
+        return words(self.normalize(text))
 
     def terms(self, text: str) -> list[str]:
         """Tokens that survive the length and stopword rules, NOT stemmed (what FTS5 receives: it stems itself).
@@ -271,7 +264,10 @@ class Analyzer:
         """
         stop = self.stopwords
         min_len = self.min_length
-        return [t for t in self.tokenize(text) if len(t) >= min_len and t not in stop]
+        tokens = self.tokenize(text)
+        if self.cjk_bigrams and min_len > 1 and any(len(t) < min_len for t in tokens):
+            return [t for t in tokens if (len(t) >= min_len or is_cjk(t)) and t not in stop]
+        return [t for t in tokens if len(t) >= min_len and t not in stop]
 
     def query_terms(self, text: str) -> list[str]:
         """:meth:`terms` of a query: also without the query-time stopwords (:data:`CONVERSATIONAL_STOPWORDS`).
@@ -305,6 +301,33 @@ class Analyzer:
     def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
         """:meth:`analyze` over many texts (for indexing)."""
         return [self.analyze(t) for t in texts]
+
+
+def as_analyzer(spec: Analyzer | str | None) -> Analyzer | None:
+    """An analyzer from what a user passes: an :class:`Analyzer`, a language name (``"german"`` is
+    ``Analyzer(language="german")``), or None (None: the store decides).
+
+    Example:
+        >>> as_analyzer("fr").language, as_analyzer(None)
+        ('french', None)
+    """
+    if spec is None or isinstance(spec, Analyzer):
+        return spec
+    if isinstance(spec, str):
+        return Analyzer(language=spec)
+    msg = f"analyzer must be an rrf_retriever.text.Analyzer or a language name, not {type(spec).__name__}"
+    raise InvalidTypeError(msg)
+
+
+def saved_config(config: dict[str, object]) -> dict[str, object]:
+    """A saved :meth:`Analyzer.config` with the keys of later versions filled in as the index was built (a config
+    saved before languages had no ``language`` / ``cjk_bigrams``: English, no bigrams), to compare with another.
+
+    Example:
+        >>> saved_config({"stem": "porter"}) == {"stem": "porter", "language": None, "cjk_bigrams": False}
+        True
+    """
+    return {"language": None, "cjk_bigrams": False, **config}
 
 
 _DEFAULT: Analyzer | None = None

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.languages import is_cjk
 from rrf_retriever.text import (
     DEFAULT_STOPWORDS,
     Analyzer,
@@ -98,7 +99,7 @@ def test_terms_are_lowercase_alphanumeric_and_never_stopwords(text: str) -> None
     for term in Analyzer().terms(text):
         assert term.isalnum()
         assert term == term.lower() or not term.isascii()
-        assert len(term) >= 2
+        assert len(term) >= 2 or is_cjk(term)  # a lone CJK character is a word of its own
         assert term not in DEFAULT_STOPWORDS
 
 
@@ -264,3 +265,114 @@ def test_a_conversational_question_runs_dense_only_on_the_default_stack() -> Non
     keyword = next(leg for leg in trace.legs if leg.name == "keyword")
     assert not keyword.called and keyword.note == "no keyword term survives analysis"
     r.close()
+
+
+# ---- CJK bigrams (issue 14 item 9) ----------------------------------------------------------------------------
+
+
+def test_a_cjk_run_becomes_overlapping_bigrams() -> None:
+    assert Analyzer().terms("東京都庁") == ["東京", "京都", "都庁"]
+    assert Analyzer().terms("東京") == ["東京"]
+
+
+def test_mixed_latin_and_cjk_text_splits_at_the_script_boundary() -> None:
+    assert Analyzer().terms("FTS5の検索") == ["fts5", "の検", "検索"]
+    assert Analyzer().analyze("Configuring データベース") == ["configur", "デー", "ータ", "タベ", "ベー", "ース"]
+
+
+def test_hangul_is_bigrammed_and_a_lone_cjk_character_stays_a_unigram() -> None:
+    assert Analyzer().terms("자연어처리 시스템") == ["자연", "연어", "어처", "처리", "시스", "스템"]
+    assert Analyzer().terms("水 and 火") == ["水", "火"]  # min_length does not drop a one-character CJK word
+
+
+def test_full_width_forms_are_nfkc_normalised_before_splitting() -> None:
+    assert Analyzer().terms("ＦＴＳ５　１２３ ｶﾀｶﾅ") == ["fts5", "123", "カタ", "タカ", "カナ"]
+
+
+def test_cjk_bigrams_can_be_switched_off_and_text_without_cjk_is_untouched() -> None:
+    assert Analyzer(cjk_bigrams=False).terms("東京都庁の検索") == ["東京都庁の検索"]
+    text = "Café naïve Ελληνικά русский configuring"
+    assert Analyzer().normalize(text) == Analyzer(cjk_bigrams=False).normalize(text) == normalize(text)
+
+
+def test_a_cjk_query_of_a_substring_shares_terms_with_the_document() -> None:
+    a = Analyzer()
+    assert set(a.analyze_query("都庁")) <= set(a.analyze("東京都庁の検索システム"))
+    assert set(a.analyze_query("자연어")) <= set(a.analyze("자연어처리는 기술입니다"))
+
+
+# ---- languages ------------------------------------------------------------------------------------------------
+
+
+def test_a_language_sets_its_snowball_stemmer_and_stopwords() -> None:
+    german = Analyzer(language="german")
+    assert german.stem == "german"
+    assert german.analyze("Die Häuser und die Bücher") == ["haus", "buch"]
+    assert german.analyze_query("Haus") == ["haus"]
+    assert Analyzer(language="fr").analyze("Les chevaux de l'économie") == ["cheval", "econom"]
+    assert Analyzer(language="es").analyze("Las canciones de los niños") == ["cancion", "nin"]
+
+
+def test_english_is_the_default_exactly() -> None:
+    assert Analyzer(language="english") == Analyzer(language="en") == Analyzer() == default_analyzer()
+    assert Analyzer().stem == "porter"
+    assert Analyzer().stopwords == DEFAULT_STOPWORDS
+
+
+def test_explicit_arguments_win_over_the_language_defaults() -> None:
+    a = Analyzer(language="german", stem=None, stopwords=())
+    assert a.analyze("Die Häuser") == ["die", "hauser"]
+    assert a.language == "german"
+
+
+def test_a_language_without_a_shipped_stopword_list_drops_none() -> None:
+    assert Analyzer(language="finnish").stopwords == frozenset()
+
+
+def test_unknown_or_cjk_language_names_are_our_errors() -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown language"):
+        Analyzer(language="klingon")
+    with pytest.raises(InvalidArgumentError, match="bigrams"):
+        Analyzer(language="chinese")
+    with pytest.raises(InvalidTypeError):
+        Analyzer(language=3)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        Analyzer(cjk_bigrams="yes")  # type: ignore[arg-type]
+
+
+def test_language_and_cjk_settings_round_trip_through_config() -> None:
+    for a in (Analyzer(language="german"), Analyzer(language="french", cjk_bigrams=False), Analyzer()):
+        assert Analyzer.from_config(a.config()) == a
+        assert Analyzer.from_config(a.config()).language == a.language
+
+
+def test_a_config_saved_before_languages_opens_as_it_was_built() -> None:
+    old = {"stopwords": sorted(DEFAULT_STOPWORDS), "stem": "porter", "min_length": 2, "fold_diacritics": True}
+    a = Analyzer.from_config(old)
+    assert a.language is None
+    assert a.cjk_bigrams is False  # the index holds whole CJK runs: its queries must too
+    assert a.terms("東京都庁 configuring") == ["東京都庁", "configuring"]
+    assert a == Analyzer(cjk_bigrams=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=200), st.sampled_from([None, "german", "french"]))
+def test_analyzer_never_raises_and_terms_hold_no_whitespace_or_quotes(text: str, language: str | None) -> None:
+    a = Analyzer(language=language)
+    for term in [*a.terms(text), *a.analyze(text), *a.analyze_query(text)]:
+        assert term
+        assert not any(ch.isspace() or ch in "\"'" for ch in term)
+    assert match_expression(a.query_terms(text)) is None or a.query_terms(text)
+
+
+_MIXED = st.text(
+    alphabet=st.sampled_from(list("東京都庁の検索データベース한국어처리水火abcxyz0123 ÄäÖöéè")), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MIXED, st.sampled_from([None, "german"]))
+def test_the_query_terms_of_a_document_are_all_in_its_index_terms(text: str, language: str | None) -> None:
+    # Whatever the document, searching for its own text looks up only terms its index entry holds.
+    a = Analyzer(language=language)
+    assert set(a.analyze_query(text)) <= set(a.analyze(text))
