@@ -9,7 +9,10 @@ Layout of an index directory::
       keyword-bm25/      BM25KeywordStore (keyword store "bm25"; saved after every write)
       qdrant-edge/       QdrantEdgeDenseStore (dense store "qdrant-edge", the default: Qdrant's in-process engine,
                          fast past 100k points, where qdrant-client's local mode takes seconds per filtered query)
-      qdrant/            QdrantDenseStore (dense store "qdrant": qdrant-client local mode)
+      qdrant/            QdrantDenseStore (dense store "qdrant": qdrant-client local mode); with keyword and dense
+                         both "qdrant", QdrantHybridStore: both legs in ONE collection (manifest
+                         ``qdrant_layout: "joint"``), or on a server (``qdrant_url``: nothing local but the manifest
+                         and the journal)
       journal.sqlite3    the engine's write-ahead journal (an interrupted batch is redone on open)
 
 The manifest decides. It is written (exclusively: of two processes creating one index, one wins and the other
@@ -56,10 +59,12 @@ from typing import Any
 
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreUnavailableError
+from rrf_retriever.text import Analyzer, as_analyzer, saved_config
 
 __all__ = [
     "BM25_DIR",
     "DEFAULT_COLLECTION",
+    "JOINT_QDRANT",
     "JOURNAL_FILE",
     "KEYWORD_FILE",
     "MANIFEST_FILE",
@@ -73,6 +78,7 @@ __all__ = [
     "make_dense_store",
     "make_embedding",
     "make_keyword_store",
+    "make_qdrant_stores",
     "open_index",
     "open_stores",
     "read_manifest",
@@ -127,13 +133,15 @@ def make_embedding(spec: str) -> Any:
 
     if spec == "minilm":
         return MiniLMEmbedding(show_progress=False)
+    if spec == "minilm-int8":  # the int8 quantisation: another model as far as an index is concerned
+        return MiniLMEmbedding(show_progress=False, precision="int8")
     if spec == "hashing" or spec.startswith("hashing:"):
         raw = spec.partition(":")[2] or "256"
         if not raw.isdigit() or not 1 <= int(raw) <= 65536:
             msg = f"embedder {spec!r}: the hashing dimension must be an integer from 1 to 65536"
             raise InvalidArgumentError(msg)
         return HashingEmbedding(dim=int(raw))
-    msg = f"unknown embedder {spec!r}: use 'minilm' or 'hashing:<dim>'"
+    msg = f"unknown embedder {spec!r}: use 'minilm', 'minilm-int8' or 'hashing:<dim>'"
     raise InvalidArgumentError(msg)
 
 
@@ -160,7 +168,7 @@ def embedder_spec(embedding: Any) -> str | None:
     if type(adapter) is HashingEmbedding:
         return f"hashing:{adapter.dimension}"
     if type(adapter) is MiniLMEmbedding:
-        return "minilm"
+        return "minilm" if adapter.precision == "fp32" else f"minilm-{adapter.precision}"
     return None
 
 
@@ -213,37 +221,41 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     return manifest
 
 
-def make_keyword_store(kind: str, root: str | os.PathLike[str] | None) -> Any:
+def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer: Any = None) -> Any:
     """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root),
     ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root), or BM25 as Qdrant sparse
     vectors: ``"qdrant-edge"`` (``root/keyword-qdrant-edge/``) or ``"qdrant"`` (qdrant-client,
     ``root/keyword-qdrant/``). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
+    ``analyzer`` (an :class:`~rrf_retriever.text.Analyzer`, or a language name: :func:`as_analyzer`) is the store's;
+    None: a new store's default, a reopened store's saved one.
 
     Example:
         >>> make_keyword_store("fts5", None).count()
         0
     """
+    analyzer = as_analyzer(analyzer)
     if kind == "fts5":
         from rrf_retriever.stores.fts5 import FTS5KeywordStore
 
         if root is None:
-            return FTS5KeywordStore(":memory:")
+            return FTS5KeywordStore(":memory:", analyzer=analyzer)
         Path(root).mkdir(parents=True, exist_ok=True)
-        return FTS5KeywordStore(Path(root) / KEYWORD_FILE)
+        return FTS5KeywordStore(Path(root) / KEYWORD_FILE, analyzer=analyzer)
     if kind == "bm25":
         from rrf_retriever.stores.bm25 import BM25KeywordStore
 
-        return BM25KeywordStore() if root is None else BM25KeywordStore(path=Path(root) / BM25_DIR)
+        return BM25KeywordStore(path=None if root is None else Path(root) / BM25_DIR, analyzer=analyzer)
     if kind == "qdrant-edge":
         from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
 
-        return QdrantEdgeKeywordStore(path=None if root is None else Path(root) / KEYWORD_QDRANT_EDGE_DIR)
+        folder = None if root is None else Path(root) / KEYWORD_QDRANT_EDGE_DIR
+        return QdrantEdgeKeywordStore(path=folder, analyzer=analyzer)
     if kind == "qdrant":
         from rrf_retriever.stores.qdrant import QdrantKeywordStore
 
         if root is None:
-            return QdrantKeywordStore(location=":memory:")
-        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR)
+            return QdrantKeywordStore(location=":memory:", analyzer=analyzer)
+        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR, analyzer=analyzer)
     msg = f"keyword must be one of {sorted(_KEYWORD_PLACES)} or a keyword store, got {kind!r}"
     raise InvalidArgumentError(msg)
 
@@ -271,6 +283,43 @@ def make_dense_store(
     if folder is None:
         return QdrantDenseStore(embedding, location=":memory:", collection_name=collection)
     return QdrantDenseStore(embedding, path=folder, collection_name=collection)
+
+
+#: Manifest value of ``qdrant_layout`` for an index whose two legs share one Qdrant collection.
+JOINT_QDRANT = "joint"
+
+
+def make_qdrant_stores(
+    keyword: str, dense: str, embedding: Any, root: str | os.PathLike[str] | None,
+    collection: str = DEFAULT_COLLECTION, *, url: str | None = None, location: str | None = None,
+    api_key: str | None = None, analyzer: Analyzer | None = None,
+) -> tuple[Any, Any] | None:
+    """The (keyword, dense) stores for ``keyword="qdrant", dense="qdrant"``: ONE collection holding both legs
+    (:class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`; its two views), on the server ``url``, else in
+    ``root/qdrant/`` (local mode), else in memory (``location``). None for any other pair of kinds. A server's
+    ``api_key`` defaults to the environment variable ``QDRANT_API_KEY``.
+
+    Example:
+        >>> from rrf_retriever.embeddings import HashingEmbedding
+        >>> keyword, dense = make_qdrant_stores("qdrant", "qdrant", HashingEmbedding(8), None)
+        >>> keyword.store is dense.store
+        True
+    """
+    if keyword != "qdrant" or dense != "qdrant":
+        return None
+    from rrf_retriever.stores.qdrant import QdrantHybridStore
+
+    if url is not None:  # the key from QDRANT_API_KEY unless given: it is never written to the manifest
+        api_key = api_key if api_key is not None else os.environ.get("QDRANT_API_KEY") or None
+        store = QdrantHybridStore(embedding, url=url, api_key=api_key, collection_name=collection, analyzer=analyzer)
+    elif root is not None:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        store = QdrantHybridStore(embedding, path=Path(root) / QDRANT_DIR, collection_name=collection,
+                                  analyzer=analyzer)
+    else:
+        store = QdrantHybridStore(embedding, location=location or ":memory:", collection_name=collection,
+                                  analyzer=analyzer)
+    return store.keyword, store.dense
 
 
 def _kind(store: Any, role: str) -> str | None:
@@ -321,6 +370,9 @@ def open_stores(
     dense: str | Any = None,
     collection: str | None = None,
     create: bool = True,
+    url: str | None = None,
+    api_key: str | None = None,
+    analyzer: Any = None,
 ) -> IndexStores:
     """Open (or create) the stores of the index directory ``path``, as its manifest says.
 
@@ -331,10 +383,15 @@ def open_stores(
         dense: ``"qdrant-edge"``, ``"qdrant"``, a dense store object, or None: the index's (``"qdrant-edge"``).
         collection: The Qdrant collection (None: the index's, or ``"rrf_retriever"``).
         create: Create the index if there is none (else :class:`IndexDirectoryError`).
+        url: With ``keyword="qdrant", dense="qdrant"``: the Qdrant server (or cluster) holding the joint collection
+            (a new index records it as ``qdrant_url``; a reopen uses it unless another is given). ``api_key`` for a
+            secured server (never written to the manifest).
+        analyzer: The keyword analyzer of a new index (an :class:`~rrf_retriever.text.Analyzer` or a language name
+            such as ``"german"``), recorded in the manifest; None: the default (new) or the index's own (reopen).
 
     Raises:
         IndexDirectoryError: ``path`` is a file or a folder of other files; the manifest is corrupt; or a store kind,
-            the collection, the embedder or its dimension differs from the index's.
+            the collection, the embedder or its dimension, or the analyzer differs from the index's.
         StoreLockedError: a store is open elsewhere (in this or another process).
     """
     from rrf_retriever.embeddings.frameworks import as_embedding
@@ -342,6 +399,10 @@ def open_stores(
     root = Path(path)
     adapter = as_embedding(embedding)
     keyword_kind, dense_kind = _kind(keyword, "keyword"), _kind(dense, "dense")
+    asked_analyzer = as_analyzer(analyzer)
+    if asked_analyzer is not None and keyword_kind is not None and _is_external(keyword_kind):
+        msg = "analyzer= is for the index's own keyword store; give the analyzer to the keyword store you pass"
+        raise InvalidArgumentError(msg)
     if root.exists() and not root.is_dir():
         msg = f"cannot open an index at {root}: it is a file, not a directory"
         raise IndexDirectoryError(msg)
@@ -350,8 +411,18 @@ def open_stores(
         if (root / MANIFEST_FILE).exists() or not create:
             manifest = read_manifest(root)
             _check_manifest(root, manifest, keyword_kind, dense_kind, collection, adapter)
+            _check_analyzer(root, manifest, asked_analyzer)
             break
         manifest = _new_manifest(root, adapter, keyword_kind, dense_kind, collection)
+        if asked_analyzer is not None:
+            manifest["analyzer"] = asked_analyzer.config()
+        if manifest["keyword_store"] == manifest["dense_store"] == "qdrant":  # both legs in one collection
+            manifest["qdrant_layout"] = JOINT_QDRANT
+            if url is not None:
+                manifest["qdrant_url"] = url
+        elif url is not None:
+            msg = "url= is for an index whose keyword and dense stores are both 'qdrant'"
+            raise InvalidArgumentError(msg)
         if _claim_manifest(root, manifest):
             created = True
             break
@@ -362,8 +433,15 @@ def open_stores(
     try:
         keyword_store = keyword if not isinstance(keyword, (str, type(None))) else None
         dense_store = dense if not isinstance(dense, (str, type(None))) else None
+        if keyword_store is None and dense_store is None and manifest.get("qdrant_layout") == JOINT_QDRANT:
+            joint = make_qdrant_stores("qdrant", "qdrant", adapter, root, manifest["collection"],
+                                       url=url or manifest.get("qdrant_url"), api_key=api_key,
+                                       analyzer=asked_analyzer)
+            assert joint is not None
+            keyword_store, dense_store = joint
+            owned.append(dense_store.store)
         if keyword_store is None:
-            keyword_store = make_keyword_store(manifest.get("keyword_store", "fts5"), root)
+            keyword_store = make_keyword_store(manifest.get("keyword_store", "fts5"), root, asked_analyzer)
             owned.append(keyword_store)
         if dense_store is None:
             dense_store = make_dense_store(manifest.get("dense_store", "qdrant"), adapter, root,
@@ -380,6 +458,15 @@ def open_stores(
     if not created and manifest.get("dimension") is None:
         manifest["dimension"] = getattr(adapter, "dimension", None)
     return IndexStores(root, manifest, keyword_store, dense_store, created, tuple(owned))
+
+
+def _check_analyzer(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> None:
+    """Refuse an analyzer other than the one the index was built with (its terms would not match the queries')."""
+    saved = manifest.get("analyzer")
+    if analyzer is not None and isinstance(saved, dict) and analyzer.config() != saved_config(saved):
+        msg = (f"the index at {root} was indexed with another analyzer (language {saved.get('language') or 'english'}"
+               f", stem {saved.get('stem')!r}); pass analyzer=None to use its own, or use another directory")
+        raise IndexDirectoryError(msg)
 
 
 def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind: str | None,
@@ -458,6 +545,8 @@ def _check_manifest(root: Path, manifest: dict[str, Any], keyword_kind: str | No
         if place is None and not _is_external(kind):
             msg = f"corrupt index at {root}: unknown {role} store {kind!r} in {MANIFEST_FILE}"
             raise IndexDirectoryError(msg)
+        if manifest.get("qdrant_layout") == JOINT_QDRANT:  # one collection: in qdrant/, or on the server
+            place = None if manifest.get("qdrant_url") else QDRANT_DIR
         if place is not None and manifest["doc_count"] > 0 and not (root / place).exists():
             msg = f"corrupt index at {root}: its {role} store {place} is missing"
             raise IndexDirectoryError(msg)
@@ -498,6 +587,10 @@ def create_index(
     *,
     embedder: str | None = None,
     collection: str = DEFAULT_COLLECTION,
+    analyzer: Analyzer | str | None = None,
+    keyword: str | None = None,
+    dense: str | None = None,
+    url: str | None = None,
     **settings: Any,
 ) -> HybridEngine:
     """Open the index at ``path``, creating an empty one (directory and manifest) if there is none.
@@ -508,6 +601,10 @@ def create_index(
         path: The index directory.
         embedder: ``"minilm"`` or ``"hashing:<dim>"``; None: the existing index's, or ``"minilm"`` for a new one.
         collection: The Qdrant collection name (used only when the index is new).
+        analyzer: The keyword analyzer of a new index (an Analyzer or a language name such as ``"german"``); an
+            existing index keeps its own, and naming another is an error.
+        keyword, dense: The store kinds of a new index (an existing one keeps its own; naming another is an error).
+            Both ``"qdrant"``: one collection for both legs, on the Qdrant server ``url`` if given.
         **settings: Passed to :class:`~rrf_retriever.engine.HybridEngine` (``top_k``, ``rrf_k``, ...).
 
     Raises:
@@ -526,9 +623,15 @@ def create_index(
             msg = (f"the index at {root} was built with embedder {built!r}, not {wanted!r}; "
                    "use the same embedder or a new --index-dir")
             raise IndexDirectoryError(msg)
-        return open_index(root, **settings)
+        _check_analyzer(root, manifest, as_analyzer(analyzer))
+        for role, asked, key in (("keyword", keyword, "keyword_store"), ("dense", dense, "dense_store")):
+            if asked is not None and asked != manifest.get(key):
+                msg = f"the index at {root} keeps its {role} store as {manifest.get(key)!r}, not {asked!r}"
+                raise IndexDirectoryError(msg)
+        return open_index(root, url=url, **settings)
     adapter = make_embedding(wanted or "minilm")  # fails on a bad spec before anything is written
-    stores = open_stores(root, adapter, collection=collection)
+    stores = open_stores(root, adapter, collection=collection, analyzer=analyzer, keyword=keyword, dense=dense,
+                         url=url)
     return _engine(stores, settings)
 
 
@@ -575,7 +678,7 @@ def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
     return engine
 
 
-def open_index(path: str | os.PathLike[str], **settings: Any) -> HybridEngine:
+def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settings: Any) -> HybridEngine:
     """Open an existing index directory as a :class:`~rrf_retriever.engine.HybridEngine` (sources
     ``"dense"`` and ``"keyword"``), whichever wrote it (the CLI or ``from_texts(path=)``).
 
@@ -583,6 +686,8 @@ def open_index(path: str | os.PathLike[str], **settings: Any) -> HybridEngine:
 
     Args:
         path: The index directory (holding ``rrf-index.json``).
+        url: For an index whose two legs share one Qdrant collection on a server: another URL than the one the
+            manifest records (the server moved); None: the manifest's.
         **settings: Passed to the engine (``top_k``, ``rrf_k``, ``weights``, ...).
 
     Raises:
@@ -610,7 +715,7 @@ def open_index(path: str | os.PathLike[str], **settings: Any) -> HybridEngine:
                    "from Python with that store")
             raise IndexDirectoryError(msg)
     try:
-        stores = open_stores(root, make_embedding(spec), create=False)
+        stores = open_stores(root, make_embedding(spec), create=False, url=url)
     except IndexDirectoryError:
         raise
     except InvalidArgumentError as exc:

@@ -43,6 +43,7 @@ from rrf_retriever.apps.console import (
 from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
+from rrf_retriever.frameworks.node_metadata import public_result_dict
 from rrf_retriever.scope import normalize_filter, parse_filter_item
 from rrf_retriever.validate import check_number
 
@@ -131,9 +132,10 @@ def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -
 
     Each item is ``key=value``; ``key=v1,v2`` means any of them; a repeated key adds to its values. A plain value is
     an integer if it parses, else a string; ``key:str=42`` asks for the string "42" (a numeric-string id),
-    ``key:int=7`` and ``key:bool=true`` for those types. ``filter_json`` is a JSON object in the filter language
-    (``'{"session_id": ["42"]}'``), combined with the items (a key in both is an error). An empty value list
-    (``key=``) is an error, not "no filter".
+    ``key:int=7`` and ``key:bool=true`` for those types. ``filter_json`` (``--where`` / ``--filter-json``) is a
+    JSON object in the full filter language (``'{"session_id": ["42"], "n": {"$gte": 3}}'``, ``$or``, ``$not``...,
+    see :mod:`rrf_retriever.scope`), combined with the items by AND. An empty value list (``key=``) is an error,
+    not "no filter".
 
     Example:
         >>> parse_filters(["session_id=1,2", "lang=en", "id:str=42"])
@@ -153,15 +155,40 @@ def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -
         if not isinstance(given, dict):
             msg = f"--filter-json must be a JSON object such as '{{\"session_id\": [\"42\"]}}', not {given!r}"
             raise UsageError(msg)
-        twice = sorted(set(given) & set(flt))
-        if twice:
-            msg = f"filter key(s) {twice} given twice (in --filter-json and --filter)"
-            raise UsageError(msg)
-        flt = {**given, **flt}
+        flt = {"$and": [given, flt]} if given and flt else given or flt  # both must hold
     if not flt:
         return None
     normalize_filter(flt)  # a malformed filter fails here, in one line, before the index is opened
     return flt
+
+
+def parse_dense_paths(items: Sequence[str] | None) -> dict[str, Any] | None:
+    """``["all", 'recent={"year": 2024}']`` -> ``{"all": None, "recent": {"year": 2024}}`` (``--dense-path``).
+
+    Example:
+        >>> parse_dense_paths(["dense_all", 'two={"s": [2]}'])
+        {'dense_all': None, 'two': {'s': [2]}}
+    """
+    if not items:
+        return None
+    paths: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not name or name in paths:
+            msg = f"--dense-path {item!r}: give NAME or NAME=FILTER_JSON, each name once"
+            raise UsageError(msg)
+        if not sep:
+            paths[name] = None
+            continue
+        try:
+            paths[name] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            msg = f"--dense-path {name}: the filter is not valid JSON ({exc.msg} at character {exc.pos})"
+            raise UsageError(msg) from None
+        if not isinstance(paths[name], dict):
+            msg = f"--dense-path {name}: the filter must be a JSON object, not {paths[name]!r}"
+            raise UsageError(msg)
+    return paths
 
 
 def _weights(semantic: float | None, keyword: float | None) -> dict[str, float] | None:
@@ -195,13 +222,23 @@ def index_command(
     embedder: str | None = typer.Option(
         None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index) or 'hashing[:dim]' "
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
+    language: str | None = typer.Option(
+        None, help="Keyword analyzer language of a new index ('german', 'french', 'es', ...: Snowball stemming and "
+                   "stopwords). Default English; CJK text is cut into bigrams either way. An index keeps its own."),
+    keyword: str | None = typer.Option(
+        None, help="Keyword store of a new index: fts5 (default), bm25, qdrant, qdrant-edge. An index keeps its own."),
+    dense: str | None = typer.Option(
+        None, help="Dense store of a new index: qdrant-edge (default) or qdrant. An index keeps its own."),
+    url: str | None = typer.Option(
+        None, help="With --keyword qdrant --dense qdrant: the Qdrant server or cluster holding both legs in one "
+                   "collection (API key from QDRANT_API_KEY). Without it both legs share one local collection."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
     from rrf_retriever.layout import create_index, refresh_manifest, save_manifest
 
     with _user_errors():
         total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
-        engine = create_index(index_dir, embedder=embedder)
+        engine = create_index(index_dir, embedder=embedder, analyzer=language, keyword=keyword, dense=dense, url=url)
         try:
             done, _ = index_documents(engine, total, docs)
             manifest = save_manifest(index_dir, engine)
@@ -227,8 +264,9 @@ def search_command(
              "integer if it parses, else a string: write key:str=42 for the string '42' (key:int=, key:bool=true "
              "also work). key= with no value is an error."),
     filter_json: str | None = typer.Option(
-        None, "--filter-json", metavar="JSON",
-        help='The filter as a JSON object, exactly typed: \'{"session_id": ["42"]}\'. Combines with --filter.'),
+        None, "--where", "--filter-json", metavar="JSON",
+        help='The filter as a JSON object in the full language, exactly typed: \'{"session_id": ["42"], '
+             '"n": {"$gte": 3}}\' ($eq $ne $in $nin $gt $gte $lt $lte $exists, $and $or $not). AND-ed with --filter.'),
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="ID",
                                              help="A document id never to return; repeatable."),
     offset: int = typer.Option(0, "--offset", help="Skip this many results (page 2 of -k 10: --offset 10)."),
@@ -237,6 +275,23 @@ def search_command(
                                                  "repeatable."),
     threshold: float | None = typer.Option(
         None, "--threshold", metavar="0..1", help="Keep hits whose normalized score (1: top in every leg) reaches it."),
+    diversity: float | None = typer.Option(
+        None, "--diversity", metavar="0..1",
+        help="MMR over the candidates' stored vectors: the lambda (1 = the fused order, lower = more diverse)."),
+    reranker: str | None = typer.Option(
+        None, "--reranker", metavar="MODULE:ATTR",
+        help="A reranker to import: a callable (query, texts) -> scores, a LangChain BaseDocumentCompressor or a "
+             "LlamaIndex BaseNodePostprocessor (a class is built with no arguments)."),
+    rerank_k: int | None = typer.Option(None, "--rerank-k", help="Candidates the reranker sees (default "
+                                                                  "max(2 * top-k, 20))."),
+    dense_path: list[str] | None = typer.Option(
+        None, "--dense-path", metavar="NAME[=FILTER_JSON]",
+        help="An extra dense leg over the dense store with its own filter instead of --filter (NAME alone: "
+             "unfiltered; NAME='{\"session_id\": [2]}'); tagged NAME in the ranks; repeatable."),
+    links_key: str | None = typer.Option(
+        None, "--links-key", metavar="KEY", help="1-hop expansion: append the neighbours named in metadata[KEY]."),
+    expand_limit: int | None = typer.Option(None, "--expand-limit", help="At most this many neighbours "
+                                                                          "(default: top-k)."),
     semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
     keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
     rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
@@ -252,16 +307,23 @@ def search_command(
             msg = f"--rrf-k must be a finite number >= 0, got {rrf_k}"
             raise UsageError(msg)
         flt = parse_filters(filter_, filter_json)
-        engine = open_index(index_dir)
+        paths = parse_dense_paths(dense_path)
+        stages: dict[str, Any] = {"diversity": diversity, "rerank_k": rerank_k, "dense_paths": paths,
+                                  "expand_limit": expand_limit}
+        if reranker is not None:
+            from rrf_retriever.frameworks.rerankers import load_reranker
+
+            stages["reranker"] = load_reranker(reranker)
+        engine = open_index(index_dir, **({"links_key": links_key} if links_key else {}))
         try:
             if rrf_k is not None:
                 engine.update_settings(rrf_k=rrf_k)
             result = engine.search(query, top_k=top_k, filter=flt, exclude_ids=exclude or None, weights=weights,
-                                   offset=offset, pinned_ids=pinned or None, score_threshold=threshold)
+                                   offset=offset, pinned_ids=pinned or None, score_threshold=threshold, **stages)
         finally:
             engine.close()
     if as_json:
-        sys.stdout.write(json.dumps({"query": query, **result.to_dict()}, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps({"query": query, **public_result_dict(result)}, ensure_ascii=False) + "\n")
         return
     if not result.hits:
         console.print("no results", highlight=False)
@@ -378,6 +440,10 @@ def serve_command(
                                                        "and the bound host (repeatable; '*.x.org', '*' = any)."),
     max_body: int | None = typer.Option(None, show_default=False, metavar="BYTES",
                                         help="Largest request body in bytes (default 1 MiB); larger is a 413."),
+    reranker: str | None = typer.Option(
+        None, "--reranker", metavar="MODULE:ATTR",
+        help="Rerank every search with this (a callable (query, texts) -> scores, a LangChain compressor or a "
+             "LlamaIndex postprocessor); requests turn it off with \"rerank\": false. Requests cannot name code."),
 ) -> None:
     """Serve /settings, /search (GET and POST), /documents (POST, DELETE) and /health over an index (extra: server)."""
     from rrf_retriever.layout import open_index
@@ -393,8 +459,15 @@ def serve_command(
             raise missing_dependency("uvicorn", "server", "rrf-retriever serve") from exc
         bound = [] if host in ("0.0.0.0", "::", "") else [host]  # a wildcard address is no Host name
         hosts = [*DEFAULT_ALLOWED_HOSTS, *bound, *(allowed_host or [])]
+        loaded = None
+        if reranker is not None:
+            from rrf_retriever.frameworks.rerankers import load_reranker
+
+            loaded = load_reranker(reranker)
         engine = open_index(index_dir)
         try:
+            if loaded is not None:
+                engine.update_settings(reranker=loaded)
             service = create_app(engine, api_key=api_key, allowed_hosts=hosts, index_path=index_dir,
                                  max_body=DEFAULT_MAX_BODY if max_body is None else max_body)
         except BaseException:

@@ -9,6 +9,12 @@ after the other. So such a leg starts once the other legs have been called and h
 :class:`HeadStart` ``seconds`` to reach their C code (less if they finish first); the wait for a pool thread to
 pick the other legs up is bounded (``start_wait``), never the request. Measured in
 ``benchmarks/bench_hybrid_speed.py`` and ``benchmarks/bench_head_start.py``.
+
+Joint requests: active legs whose stores share a ``batch_group`` (e.g. the dense and keyword views of one Qdrant
+collection, :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`) and implement ``search_batch`` run as ONE
+task: one :class:`~rrf_retriever.stores.base.SearchRequest` per leg, one call, each leg's outcome its share of
+the reply (a leg's own failure stays that leg's). The group starts once the query vector is there; only
+planned (active) legs are sent, so a weight-0 leg never is. A group left with one leg runs that leg alone.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rrf_retriever.engine.legs import Leg
+from rrf_retriever.engine.legs import Leg, ties_by_id
 from rrf_retriever.engine.query import Embedded, LegOutcome, Query
 from rrf_retriever.errors import EmbeddingError
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import Hit
 
 __all__ = ["HeadStart", "run_in_tasks", "run_in_threads"]
@@ -68,12 +75,63 @@ class _Called:
         self.event.set()
 
 
+def _batch_group(leg: Leg) -> Any:
+    """The object a leg's store shares with the legs it can run with in one request, or None."""
+    store = getattr(leg, "store", None)
+    group = getattr(store, "batch_group", None)
+    return group if group is not None and callable(getattr(store, "search_batch", None)) else None
+
+
+def _batches(q: Query) -> list[list[tuple[str, Leg]]]:
+    """The active legs that run as one request: groups of two or more sharing a ``batch_group``."""
+    groups: dict[int, list[tuple[str, Leg]]] = {}
+    for name, leg in q.active:
+        group = _batch_group(leg)
+        if group is not None:
+            groups.setdefault(id(group), []).append((name, leg))
+    return [members for members in groups.values() if len(members) > 1]
+
+
+def _plan_batches(
+    q: Query, batches: list[list[tuple[str, Leg]]], vectors: Mapping[int, Sequence[float]]
+) -> tuple[list[tuple[str, Leg]], list[list[tuple[str, Leg]]]]:
+    """Once the query vectors are known: the grouped legs that can run (a dense one needs its vector), as single
+    legs (a group left with one) and as groups."""
+    singles: list[tuple[str, Leg]] = []
+    groups: list[list[tuple[str, Leg]]] = []
+    for members in batches:
+        now = [(n, leg) for n, leg in members if leg.embedding is None or id(leg.embedding) in vectors]
+        if len(now) == 1:
+            singles.extend(now)
+        elif now:
+            groups.append(now)
+    return singles, groups
+
+
+def _requests(q: Query, members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[SearchRequest]:
+    return [
+        SearchRequest(leg.kind, q.text, None if leg.embedding is None else vectors[id(leg.embedding)], q.fetch_k,
+                      q.flt, q.excl)
+        for _, leg in members
+    ]
+
+
+def _share(result: Any, index: int | None) -> list[Hit]:
+    """A leg's hits from its task's result (a group's: its entry, raised if it is that leg's error)."""
+    if index is None:
+        return result  # type: ignore[no-any-return]
+    mine = result[index]
+    if isinstance(mine, BaseException):
+        raise mine
+    return ties_by_id(mine)
+
+
 def run_in_threads(
     q: Query, pool: concurrent.futures.ThreadPoolExecutor, head_start: HeadStart = HeadStart()
 ) -> tuple[dict[str, LegOutcome], Embedded]:
     """Run the query's legs concurrently in ``pool``; each leg and the embedding bounded by ``leg_timeout``."""
     timeout = q.settings.leg_timeout
-    futures: dict[str, tuple[concurrent.futures.Future[list[Hit]], float]] = {}
+    futures: dict[str, tuple[concurrent.futures.Future[Any], float, int | None]] = {}
     called: list[_Called] = []
 
     def submit(name: str, leg: Leg, vector: Sequence[float] | None) -> None:
@@ -84,21 +142,42 @@ def run_in_threads(
             mark.mark()
             return leg.search(q.text, vector, q.fetch_k, q.flt, q.excl)
 
-        futures[name] = (pool.submit(call), time.perf_counter())
+        futures[name] = (pool.submit(call), time.perf_counter(), None)
 
+    def submit_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> None:
+        mark = _Called()
+        called.append(mark)
+        store = getattr(members[0][1], "store", None)
+        requests = _requests(q, members, vectors)
+
+        def call() -> list[Any]:
+            mark.mark()
+            return store.search_batch(requests)  # type: ignore[union-attr]
+
+        future, submitted = pool.submit(call), time.perf_counter()
+        for index, (name, _) in enumerate(members):
+            futures[name] = (future, submitted, index)
+
+    batches = _batches(q)
+    grouped = {name for members in batches for name, _ in members}
     for name, leg in q.text_legs():
-        submit(name, leg, None)
+        if name not in grouped:
+            submit(name, leg, None)
     embedded = _embed_in_threads(q, pool)
-    ready = q.dense_ready(embedded.vectors)
-    if futures and head_start.seconds > 0 and any(leg.holds_gil for _, leg in ready):
-        _wait_head_start([f for f, _ in futures.values()], called, head_start)
-    for name, leg in ready:
-        submit(name, leg, embedded.vectors[id(leg.embedding)])
+    ready = [(n, leg) for n, leg in q.dense_ready(embedded.vectors) if n not in grouped]
+    singles, groups = _plan_batches(q, batches, embedded.vectors)
+    starting = ready + singles + [member for group in groups for member in group]
+    if futures and head_start.seconds > 0 and any(leg.holds_gil for _, leg in starting):
+        _wait_head_start([f for f, _, _ in futures.values()], called, head_start)
+    for name, leg in ready + singles:
+        submit(name, leg, None if leg.embedding is None else embedded.vectors[id(leg.embedding)])
+    for group in groups:
+        submit_group(group, embedded.vectors)
     outcomes: dict[str, LegOutcome] = {}
-    for name, (future, submitted) in futures.items():
+    for name, (future, submitted, index) in futures.items():
         remaining = None if timeout is None else max(0.0, submitted + timeout - time.perf_counter())
         try:
-            outcomes[name] = LegOutcome(future.result(timeout=remaining), _ms_since(submitted))
+            outcomes[name] = LegOutcome(_share(future.result(timeout=remaining), index), _ms_since(submitted))
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
             outcomes[name] = LegOutcome(None, _ms_since(submitted), exc, timed_out=True)
@@ -169,19 +248,45 @@ async def run_in_tasks(q: Query, head_start: HeadStart = HeadStart()) -> tuple[d
         except Exception as exc:
             return LegOutcome(None, _ms_since(t0), exc)
 
+    async def run_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[LegOutcome]:
+        store = getattr(members[0][1], "store", None)
+        t0 = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(store.asearch_batch(_requests(q, members, vectors)), timeout)  # type: ignore[union-attr]
+        except asyncio.TimeoutError as exc:
+            return [LegOutcome(None, _ms_since(t0), exc, timed_out=True) for _ in members]
+        except Exception as exc:
+            return [LegOutcome(None, _ms_since(t0), exc) for _ in members]
+        outcomes = []
+        for index in range(len(members)):
+            try:
+                outcomes.append(LegOutcome(_share(result, index), _ms_since(t0)))
+            except Exception as exc:
+                outcomes.append(LegOutcome(None, _ms_since(t0), exc))
+        return outcomes
+
+    batches = _batches(q)
+    grouped = {name for members in batches for name, _ in members}
     tasks: dict[str, asyncio.Task[LegOutcome]] = {
-        name: asyncio.ensure_future(run(leg, None)) for name, leg in q.text_legs()
+        name: asyncio.ensure_future(run(leg, None)) for name, leg in q.text_legs() if name not in grouped
     }
     t0 = time.perf_counter()
     embedded = await _embed_in_tasks(q)
-    ready = q.dense_ready(embedded.vectors)
-    if tasks and head_start.seconds > 0 and any(leg.holds_gil for _, leg in ready):
+    ready = [(n, leg) for n, leg in q.dense_ready(embedded.vectors) if n not in grouped]
+    singles, groups = _plan_batches(q, batches, embedded.vectors)
+    starting = ready + singles + [member for group in groups for member in group]
+    if tasks and head_start.seconds > 0 and any(leg.holds_gil for _, leg in starting):
         remaining = head_start.seconds - (time.perf_counter() - t0)
         if remaining > 0:
             await asyncio.wait(list(tasks.values()), timeout=remaining)
-    for name, leg in ready:
-        tasks[name] = asyncio.ensure_future(run(leg, embedded.vectors[id(leg.embedding)]))
-    return dict(zip(tasks, await asyncio.gather(*tasks.values()))), embedded
+    for name, leg in ready + singles:
+        tasks[name] = asyncio.ensure_future(
+            run(leg, None if leg.embedding is None else embedded.vectors[id(leg.embedding)]))
+    group_tasks = [(group, asyncio.ensure_future(run_group(group, embedded.vectors))) for group in groups]
+    outcomes = dict(zip(tasks, await asyncio.gather(*tasks.values())))
+    for group, task in group_tasks:
+        outcomes.update(zip((name for name, _ in group), await task))
+    return outcomes, embedded
 
 
 async def _embed_in_tasks(q: Query) -> Embedded:

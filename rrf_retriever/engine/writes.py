@@ -24,7 +24,7 @@ from typing import Any
 
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
-from rrf_retriever.errors import EmbeddingError, RRFRetrieverError, StoreError
+from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
 from rrf_retriever.types import Record
 from rrf_retriever.validate import check_ids, validate_batch
 
@@ -64,6 +64,22 @@ def _store_error(exc: BaseException, text: str) -> StoreError:
     return (type(exc) if isinstance(exc, StoreError) else StoreError)(text)
 
 
+def _check_writes_through(legs: Sequence[tuple[str, StoreLeg]]) -> None:
+    """A store whose writes are carried by another (``writes_through``, e.g. the keyword view of a joint Qdrant
+    collection, written by its dense view) needs that other store among the legs: else its writes would go nowhere.
+
+    Raises:
+        InvalidArgumentError: the carrying store is not a source.
+    """
+    stores = {id(getattr(leg, "store", None)) for _, leg in legs}
+    for name, leg in legs:
+        carrier = getattr(getattr(leg, "store", None), "writes_through", None)
+        if carrier is not None and id(carrier) not in stores:
+            msg = (f"source {name!r} is written through {carrier!r}, which is not a source: add it as a source too "
+                   "(weight 0 if it should not rank), or nothing would be written to this one")
+            raise InvalidArgumentError(msg)
+
+
 class WriteUnit:
     """Writes to every writable leg of ``legs`` as one unit (see the module docstring).
 
@@ -74,6 +90,7 @@ class WriteUnit:
 
     def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None) -> None:
         self._legs = writable_legs(legs)
+        _check_writes_through(self._legs)
         self.journal = journal
         self.lock = threading.RLock()
 
