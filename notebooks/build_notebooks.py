@@ -69,6 +69,45 @@ called and cannot add documents."""),
 print("dense only:", [d.metadata["rrf_ranks"] for d in retriever.invoke("E42 error")])
 retriever.update_settings(keyword_weight=1.0)
 print(retriever.settings)"""),
+    new_markdown_cell("""## Filter operators
+
+Besides the shorthand (`{"session_id": [1, 2]}`: a list is any-of), filters take the operators LangChain vector
+stores use: `$eq $ne $in $nin $gt $gte $lt $lte $exists` and `$and $or $not`. They run inside both stores before
+their top-k. (LlamaIndex users can pass a `MetadataFilters` object instead.)"""),
+    new_code_cell("""late = retriever.invoke("error", k=6, filter={"$or": [{"session_id": {"$gte": 3}}, {"session_id": 1}]})
+print("sessions 1 or >= 3:", sorted({d.metadata["session_id"] for d in late}))
+assert all(d.metadata["session_id"] != 2 for d in late)"""),
+    new_markdown_cell("""## Pinned ids and pages
+
+`pinned_ids` are always in the first page when they pass the filter (`rrf_pinned` in the metadata): the safety net
+for a memory that must be seen. `offset` pages over ONE fused list: page 2 at `k=2` is results 3-4 of `k=4`."""),
+    new_code_cell("""pinned = retriever.invoke("E42 error", k=3, pinned_ids=["doc-3"])
+print("pinned:", [(d.id, d.metadata.get("rrf_pinned", False)) for d in pinned])
+assert "doc-3" in [d.id for d in pinned]
+
+first_four = [d.id for d in retriever.invoke("laptop files", k=4)]
+page_two = [d.id for d in retriever.invoke("laptop files", k=2, offset=2)]
+print("top 4:", first_four, " page 2 at k=2:", page_two)
+assert page_two == first_four[2:]"""),
+    new_markdown_cell("""## Diversity (MMR) and a reranker
+
+`diversity=` is the MMR lambda (1.0 = the fused order, lower = less redundancy), computed on the candidates' stored
+dense vectors, so nothing is re-embedded. `reranker=` takes a callable `(query, texts) -> scores`, a LangChain
+`BaseDocumentCompressor` (e.g. a cross-encoder reranker) or a LlamaIndex `BaseNodePostprocessor`; it sees
+`rerank_k` fused candidates, and the fused score and ranks stay in the metadata next to `rrf_rerank_score`."""),
+    new_code_cell("""print("fused:  ", [d.id for d in retriever.invoke("E42 error", k=4)])
+print("MMR 0.3:", [d.id for d in retriever.invoke("E42 error", k=4, diversity=0.3)])
+
+
+def shortest_first(query, texts):  # a toy reranker: any cross-encoder has this shape
+    return [-len(t) for t in texts]
+
+
+reranked = retriever.invoke("E42 error", k=3, reranker=shortest_first, rerank_k=6)
+for d in reranked:
+    print(d.id, d.metadata["rrf_rerank_score"], d.metadata["rrf_ranks"], round(d.metadata["rrf_score"], 5))
+lengths = [len(d.page_content) for d in reranked]
+assert lengths == sorted(lengths)"""),
 ]
 
 TUNING = [
