@@ -8,7 +8,7 @@ framework retriever) is read-only. The write unit calls the same four methods on
 Example:
     >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
     >>> leg = as_leg("keyword", FTS5KeywordStore())
-    >>> leg.add(["a"], ["hybrid search"], [{}]); [h.id for h in leg.search("search", None, 5, None, frozenset())]
+    >>> leg.add(["a"], ["hybrid search"], [{}], None); [h.id for h in leg.search("search", None, 5, None, frozenset())]
     ['a']
 """
 

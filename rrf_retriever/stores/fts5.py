@@ -3,10 +3,10 @@
 One SQLite file (or ``":memory:"``) holds the documents, an FTS5 index of the *normalised* text of each field
 (:meth:`Analyzer.normalize`: NFKC, lower case, Latin diacritics folded, CJK runs as bigrams, so index and queries
 agree where unicode61 alone would not; a store whose analyzer is not Porter, e.g. ``Analyzer(language="german")``,
-indexes the analyzer's own stemmed terms instead), a typed scope side table for filters, and the store's config; the layout and
-every SQL statement are built by the pure functions of :mod:`rrf_retriever.stores.fts5_sql`. An index file of
-an older schema is migrated when opened (schema 1 -> 2: the scope table rebuilt without numeric affinity, so
-``"042"`` never matches ``"42"``; 2 -> 3: rebuilt with the presence rows of ``$exists``).
+indexes the analyzer's own stemmed terms instead), a typed scope side table for filters, and the store's config;
+the layout and every SQL statement are built by the pure functions of :mod:`rrf_retriever.stores.fts5_sql`. An
+index file of an older schema is migrated when opened (schema 1 -> 2: the scope table rebuilt without numeric
+affinity, so ``"042"`` never matches ``"42"``; 2 -> 3: rebuilt with the presence rows of ``$exists``).
 
 By default a document's ``metadata["title"]`` (when it has one) is indexed as its own field with weight 2 beside
 the text (measured in ``benchmarks/RESULTS.md``); without a title the ranking is exactly the flat one.
