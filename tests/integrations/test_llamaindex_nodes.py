@@ -32,7 +32,7 @@ from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.frameworks.base import RRF_METADATA_KEYS
-from rrf_retriever.frameworks.node_metadata import public_metadata
+from rrf_retriever.frameworks.node_metadata import public_metadata, public_result_dict
 from rrf_retriever.frameworks.nodes import node_record, stored_node
 from rrf_retriever.validate import MAX_METADATA_DEPTH
 
@@ -139,6 +139,16 @@ def test_langchain_side_shows_user_metadata_and_ref_doc_id_not_llamaindex_intern
     assert not set(HIDDEN) & set(doc.metadata)
     # A Document inserted whole is its own source: stored as its ref_doc_id (delete_ref_doc finds it), not shown.
     assert {k: v for k, v in docs["D9"].metadata.items() if not k.startswith("rrf_")} == WHOLE.metadata
+
+
+def test_cli_and_service_output_hides_llamaindex_internals(retriever: Any) -> None:
+    """The CLI's --json and POST /search print public_result_dict: the user's keys and ref_doc_id, not
+    _node_content (the raw engine result keeps it)."""
+    result = retriever.engine.search("zebrafish calibration oscilloscope harmonica", top_k=10)
+    raw = {h.id: h.metadata for h in result.hits}
+    shown = {h["id"]: h["metadata"] for h in public_result_dict(result)["hits"]}
+    assert "_node_content" in raw["manual-c1"] and not set(HIDDEN) & set(shown["manual-c1"])
+    assert shown["manual-c1"] == {**MANUAL[1].metadata, "ref_doc_id": "manual"}
 
 
 def test_stored_metadata_is_llamaindex_layout(retriever: Any) -> None:
