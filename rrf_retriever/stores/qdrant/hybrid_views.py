@@ -66,6 +66,10 @@ class HybridDenseView(StoreBase):
     def count(self) -> int:
         return self.store.count()
 
+    def ids_matching(self, filter: FilterSpec | None = None, limit: int | None = None) -> list[str]:
+        """Every stored id the filter matches, sorted (``delete_where``, LlamaIndex ``delete_ref_doc``)."""
+        return self.store.ids_matching(filter, limit)
+
     def search(self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None,
                exclude_ids: ExcludeIds = None) -> list[Hit]:
         return self.store.search(vector, limit, filter, exclude_ids)
@@ -126,6 +130,10 @@ class HybridKeywordView(StoreBase):
 
     def count(self) -> int:
         return self.store.count()
+
+    def ids_matching(self, filter: FilterSpec | None = None, limit: int | None = None) -> list[str]:
+        """Every stored id the filter matches, sorted (the same points as the dense view's)."""
+        return self.store.ids_matching(filter, limit)
 
     def search(self, query: str, limit: int, filter: FilterSpec | None = None,
                exclude_ids: ExcludeIds = None) -> list[Hit]:

@@ -101,6 +101,14 @@ def test_one_add_writes_both_legs_and_a_delete_removes_both(store: Any) -> None:
     assert record.text == TEXTS["a"] and record.metadata == {"n": 0} and len(record.vector) == DIM
 
 
+def test_both_views_list_ids_by_filter_and_delete_where_empties_both_legs(store: Any) -> None:
+    assert store.dense.ids_matching({"n": {"$gte": 2}}) == store.keyword.ids_matching({"n": {"$gte": 2}}) == ["c", "d"]
+    engine = HybridEngine({"dense": store.dense, "keyword": store.keyword})
+    assert engine.delete_where({"n": {"$in": [0, 2]}}) == 2
+    dense, keyword = _both_legs(store)
+    assert not {"a", "c"} & (dense | keyword) and store.count() == 2
+
+
 def test_a_vector_of_the_wrong_dimension_writes_neither_leg(store: Any) -> None:
     with pytest.raises(DimensionMismatchError):
         store.add(["x", "y"], ["qdrant tomato", "qdrant"], vectors=[[0.1] * DIM, [0.1] * (DIM - 1)])
