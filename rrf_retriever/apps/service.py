@@ -137,6 +137,9 @@ class SettingsView(BaseModel):
     topK: int = Field(description="Number of fused results returned per query (1..10000).")
     k: float = Field(description="The RRF constant (rrf_k): score = sum w / (k + rank). NOT the result count.")
     fetchK: Optional[int] = Field(description="Hits each leg fetches (>= topK); null means 2 * topK.")  # noqa: UP045
+    diversity: Optional[float] = Field(None, description="MMR lambda in [0, 1] after fusion; null: off.")  # noqa: UP045
+    rerankK: Optional[int] = Field(None, description="Candidates the reranker sees; null: max(2 * topK, 20).")  # noqa: UP045
+    expandLimit: Optional[int] = Field(None, description="At most this many 1-hop neighbours; null: topK.")  # noqa: UP045
 
 
 class SettingsPatch(BaseModel):
@@ -149,6 +152,9 @@ class SettingsPatch(BaseModel):
     topK: Optional[_Count] = None  # noqa: UP045
     k: Optional[Annotated[float, Field(ge=0, allow_inf_nan=False, description="The RRF constant (rrf_k).")]] = None  # noqa: UP045
     fetchK: Optional[_Count] = Field(None, description="Hits per leg, >= topK; null = 2 * topK.")  # noqa: UP045
+    diversity: Optional[float] = Field(None, description="MMR lambda in [0, 1]; null turns it off.")  # noqa: UP045
+    rerankK: Optional[_Count] = Field(None, description="Reranker candidates; null = max(2 * topK, 20).")  # noqa: UP045
+    expandLimit: Optional[_Count] = Field(None, description="1-hop neighbours at most; null = topK.")  # noqa: UP045
 
     @model_validator(mode="after")
     def _no_null_except_fetch_k(self) -> SettingsPatch:
@@ -500,7 +506,8 @@ def _view(engine: HybridEngine) -> SettingsView:
         return s.weights[names[0]] if names else 0.0
 
     return SettingsView(semanticWeight=weight("dense"), keywordWeight=weight("keyword"), topK=s.top_k,
-                        k=s.rrf_k, fetchK=s.fetch_k)
+                        k=s.rrf_k, fetchK=s.fetch_k, diversity=s.diversity, rerankK=s.rerank_k,
+                        expandLimit=s.expand_limit)
 
 
 def _session_values(name: str, raws: list[str]) -> list[str | int]:
@@ -617,6 +624,9 @@ def create_app(
                 changes["rrf_k"] = patch.k
             if "fetchK" in patch.model_fields_set:
                 changes["fetch_k"] = patch.fetchK
+            for camel, name in (("diversity", "diversity"), ("rerankK", "rerank_k"), ("expandLimit", "expand_limit")):
+                if camel in patch.model_fields_set:  # null switches the stage back to its default
+                    changes[name] = getattr(patch, camel)
             if "top_k" in changes or "fetch_k" in changes:
                 top_k = changes.get("top_k", engine.settings.top_k)
                 fetch_k = changes.get("fetch_k", engine.settings.fetch_k)

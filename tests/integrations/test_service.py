@@ -26,7 +26,8 @@ DOCS = [
     for session in range(1, 6)
     for i in range(8)
 ]
-DEFAULTS = {"semanticWeight": 1.0, "keywordWeight": 1.0, "topK": 10, "k": 60.0, "fetchK": None}
+DEFAULTS = {"semanticWeight": 1.0, "keywordWeight": 1.0, "topK": 10, "k": 60.0, "fetchK": None, "diversity": None,
+            "rerankK": None, "expandLimit": None}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,20 @@ def test_patch_applies_to_the_next_search_without_restart(client: httpx.Client) 
     assert r.json()["fetchK"] == 50
     assert client.get("/search", params={"q": "password"}).json()["trace"]["fetch_k"] == 50
     assert client.patch("/settings", json={"fetchK": None}).json()["fetchK"] is None
+
+
+def test_stage_settings_are_patched_like_update_settings(client: httpx.Client) -> None:
+    plain = [h["id"] for h in client.get("/search", params={"q": "password reset", "top_k": 5}).json()["hits"]]
+    r = client.patch("/settings", json={"diversity": 0.0, "rerankK": 30, "expandLimit": 2})
+    assert r.status_code == 200 and r.json() == {**DEFAULTS, "diversity": 0.0, "rerankK": 30, "expandLimit": 2}
+    data = client.get("/search", params={"q": "password reset", "top_k": 5}).json()
+    assert "diversity" in data["trace"]["stages_ms"] and [h["id"] for h in data["hits"]][0] == plain[0]
+    assert client.patch("/settings", json={"diversity": None}).json()["diversity"] is None
+    assert [h["id"] for h in client.get("/search", params={"q": "password reset", "top_k": 5}).json()["hits"]] == plain
+    for bad in ({"diversity": 1.5}, {"rerankK": 0}, {"expandLimit": -1}):
+        r = client.patch("/settings", json=bad)
+        assert r.status_code == 422, bad
+    assert client.get("/settings").json()["rerankK"] == 30  # a refused patch changed nothing
 
 
 def test_search_returns_hits_with_ranks_scores_and_trace(client: httpx.Client) -> None:
