@@ -24,7 +24,8 @@ DOCS = [
     for session in range(1, 6)
     for i in range(8)
 ]
-DEFAULTS = {"semanticWeight": 1.0, "keywordWeight": 1.0, "topK": 10, "k": 60.0, "fetchK": None}
+DEFAULTS = {"semanticWeight": 1.0, "keywordWeight": 1.0, "topK": 10, "k": 60.0, "fetchK": None, "diversity": None,
+            "rerankK": None, "expandLimit": None}
 
 
 @pytest.fixture(scope="module")
