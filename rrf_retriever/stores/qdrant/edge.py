@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,34 @@ _LOCK_FILE = ".rrf_retriever.lock"
 _META_FILE = "rrf_store.json"
 _SHARD_DIR = "shard"
 _META_FORMAT = 1
+
+
+def read_store_meta(path: Path) -> dict[str, Any] | None:
+    """The store's meta file in ``path`` as a dict, or None when no shard was created there yet.
+
+    Raises:
+        StoreError: the file is unreadable or not a JSON object (never a raw OSError / ValueError).
+    """
+    meta_file = path / _META_FILE
+    if not meta_file.is_file() or not (path / _SHARD_DIR).is_dir():
+        return None
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        msg = f"{meta_file} is unreadable: {exc}"
+        raise StoreError(msg) from exc
+    if not isinstance(meta, dict):
+        msg = f"{meta_file} is unreadable: not a JSON object"
+        raise StoreError(msg)
+    return meta
+
+
+def write_store_meta(path: Path, meta: Mapping[str, Any]) -> None:
+    """Write the store's meta file atomically (a temporary file, then ``os.replace``)."""
+    meta_file = path / _META_FILE
+    tmp = meta_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"format": _META_FORMAT, **meta}), encoding="utf-8")
+    os.replace(tmp, meta_file)
 #: How a new shard indexes its optimized segments; saved in the meta file (a shard keeps the kind it was created
 #: with; a shard from before the setting is ``"hnsw"``, Qdrant's default). Measured at 100k x 384 on 2 cores
 #: (benchmarks/bench_public_path.py, RESULTS.md "The path users take"): ``"int8"`` optimizes in ~1 s and searches
@@ -161,15 +189,14 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
         release(fh)
 
     def _open_existing(self) -> None:
-        meta_file = self.path / _META_FILE
-        shard_dir = self.path / _SHARD_DIR
-        if not meta_file.is_file() or not shard_dir.is_dir():
+        meta = read_store_meta(self.path)
+        if meta is None:
             return
+        shard_dir = self.path / _SHARD_DIR
         try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
             dim = int(meta["dimension"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            msg = f"{meta_file} is unreadable: {exc}"
+        except (ValueError, KeyError, TypeError) as exc:
+            msg = f"{self.path / _META_FILE} is unreadable: {exc}"
             raise StoreError(msg) from exc
         kind = meta.get("index", "hnsw")  # written before the setting: Qdrant's default config (HNSW on optimize)
         if self._asked_index is not None and self._asked_index != kind:
@@ -276,11 +303,7 @@ class QdrantEdgeDenseStore(QdrantStoreBase):
                                **self._index_config())
         shard = qe.EdgeShard.create(str(shard_dir), config)
         try:
-            meta_file = self.path / _META_FILE
-            tmp = meta_file.with_suffix(".tmp")
-            meta = {"format": _META_FORMAT, "dimension": dim, "distance": "cosine", "index": self.index}
-            tmp.write_text(json.dumps(meta), encoding="utf-8")
-            os.replace(tmp, meta_file)
+            write_store_meta(self.path, {"dimension": dim, "distance": "cosine", "index": self.index})
         except BaseException:
             shard.close()
             raise

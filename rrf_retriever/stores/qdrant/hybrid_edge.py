@@ -8,7 +8,6 @@ the GIL while it searches anyway). The meta file ``rrf_store.json`` holds the di
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -17,7 +16,13 @@ from typing import Any
 
 from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
-from rrf_retriever.stores.qdrant.edge import _META_FILE, _META_FORMAT, _SHARD_DIR, QdrantEdgeDenseStore
+from rrf_retriever.stores.qdrant.edge import (
+    _META_FILE,
+    _SHARD_DIR,
+    QdrantEdgeDenseStore,
+    read_store_meta,
+    write_store_meta,
+)
 from rrf_retriever.stores.qdrant.hybrid import DENSE_VECTOR_NAME, QdrantHybridBase
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME
 from rrf_retriever.stores.qdrant.keyword_edge import QdrantEdgeKeywordStore
@@ -114,16 +119,11 @@ class QdrantEdgeHybridStore(QdrantHybridBase):
     _check_usable = _check_open
 
     def _open_existing(self) -> None:
-        meta_file = self.path / _META_FILE
-        shard_dir = self.path / _SHARD_DIR
-        if not meta_file.is_file() or not shard_dir.is_dir():
+        meta = read_store_meta(self.path)
+        if meta is None:
             return
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            msg = f"{meta_file} is unreadable: {exc}"
-            raise StoreError(msg) from exc
-        if not isinstance(meta, dict) or meta.get("vectors") != _LAYOUT or "bm25" not in meta:
+        shard_dir, meta_file = self.path / _SHARD_DIR, self.path / _META_FILE
+        if meta.get("vectors") != _LAYOUT or "bm25" not in meta:
             msg = f"{self.path} holds another kind of store (not a joint dense + BM25 shard); use another path"
             raise StoreError(msg)
         params = self._adopt(meta["bm25"], self._where())
@@ -136,11 +136,7 @@ class QdrantEdgeHybridStore(QdrantHybridBase):
         self._params, self._dimension = params, dim
 
     def _write_meta(self, dim: int, params: dict[str, Any]) -> None:
-        meta_file = self.path / _META_FILE
-        tmp = meta_file.with_suffix(".tmp")
-        meta = {"format": _META_FORMAT, "vectors": _LAYOUT, "dimension": dim, "distance": "cosine", "bm25": params}
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
-        os.replace(tmp, meta_file)
+        write_store_meta(self.path, {"vectors": _LAYOUT, "dimension": dim, "distance": "cosine", "bm25": params})
 
     # -- primitives: calls on the shard (``api`` is unused: one engine, sync) -----------------------------
     def _exists(self, api: Any) -> bool:

@@ -18,14 +18,19 @@ own statistics ARE those of the live points (same scores, measured at 100k: 0.6 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import Any
 
 from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
-from rrf_retriever.stores.qdrant.edge import _META_FILE, _META_FORMAT, _SHARD_DIR, QdrantEdgeDenseStore
+from rrf_retriever.stores.qdrant.edge import (
+    _META_FILE,
+    _SHARD_DIR,
+    QdrantEdgeDenseStore,
+    read_store_meta,
+    write_store_meta,
+)
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
 from rrf_retriever.text import Analyzer
 
@@ -158,16 +163,11 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
         return f"the store at {self.path}"
 
     def _open_existing(self) -> None:
-        meta_file = self.path / _META_FILE
-        shard_dir = self.path / _SHARD_DIR
-        if not meta_file.is_file() or not shard_dir.is_dir():
+        meta = read_store_meta(self.path)
+        if meta is None:
             return
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            msg = f"{meta_file} is unreadable: {exc}"
-            raise StoreError(msg) from exc
-        if not isinstance(meta, dict) or _META_KEY not in meta:
+        shard_dir = self.path / _SHARD_DIR
+        if _META_KEY not in meta:
             msg = f"{self.path} holds another kind of store (no BM25 settings in {_META_FILE}); use another path"
             raise StoreError(msg)
         params = self._adopt(meta[_META_KEY], self._where())
@@ -175,10 +175,7 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
         self._params = params
 
     def _write_meta(self, params: dict[str, Any]) -> None:
-        meta_file = self.path / _META_FILE
-        tmp = meta_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": _META_FORMAT, _META_KEY: params}), encoding="utf-8")
-        os.replace(tmp, meta_file)
+        write_store_meta(self.path, {_META_KEY: params})
 
     def _sparse(self, indices: list[int], values: list[float]) -> Any:
         return {SPARSE_VECTOR_NAME: self._qe.SparseVector(indices, values)}
