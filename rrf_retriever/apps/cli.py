@@ -220,7 +220,8 @@ def index_command(
                                      "folder of .txt/.md files (a markdown file's first '# heading' is its title)."),
     index_dir: Path = IndexDir,
     embedder: str | None = typer.Option(
-        None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index) or 'hashing[:dim]' "
+        None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index), 'minilm-int8' (int8, ~2.5x "
+                   "faster indexing, hybrid nDCG@10 within 0.008 on five collections) or 'hashing[:dim]' "
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
     language: str | None = typer.Option(
         None, help="Keyword analyzer language of a new index ('german', 'french', 'es', ...: Snowball stemming and "
