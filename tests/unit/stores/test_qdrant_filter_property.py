@@ -3,7 +3,8 @@ filters over random metadata (:mod:`tests.unit.stores.filter_strategies`), and `
 those ids. Plus integers past 2**53 next to range bounds, where Qdrant compares in float64.
 
 Stores: QdrantDenseStore and QdrantKeywordStore on qdrant-client local mode, QdrantEdgeDenseStore (with the
-payload indexes it builds) and QdrantEdgeKeywordStore (``max_auto_indexes=0``: every filter scans payloads). One
+payload indexes it builds) and QdrantEdgeKeywordStore (``max_auto_indexes=0``: every filter scans payloads), and
+the joint collections (QdrantHybridStore's dense leg on local mode, QdrantEdgeHybridStore's BM25 leg). One
 store per kind serves every example (emptied in between). 100 examples each in ``make test-fast``, 2000 marked
 slow.
 """
@@ -25,7 +26,9 @@ from rrf_retriever.scope import matches, normalize_filter
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
     QdrantEdgeDenseStore,
+    QdrantEdgeHybridStore,
     QdrantEdgeKeywordStore,
+    QdrantHybridStore,
     QdrantKeywordStore,
 )
 from tests.unit.stores.filter_strategies import QUERY_WORD, assert_store_scopes_exactly, cases
@@ -33,7 +36,7 @@ from tests.unit.stores.filter_strategies import QUERY_WORD, assert_store_scopes_
 _FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SLOW = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DIM = 16
-STORES = ["local-dense", "edge-dense", "local-keyword", "edge-keyword"]
+STORES = ["local-dense", "edge-dense", "local-keyword", "edge-keyword", "local-joint-dense", "edge-joint-keyword"]
 #: Drawing a case costs more than checking it in a store: each example is checked in every store.
 
 
@@ -44,7 +47,15 @@ def _make(kind: str, path: Path) -> Any:
         return QdrantEdgeDenseStore(HashingEmbedding(dim=DIM), path=path)
     if kind == "local-keyword":
         return QdrantKeywordStore()
+    if kind == "local-joint-dense":
+        return QdrantHybridStore(HashingEmbedding(dim=DIM))  # the store's own search is the dense leg
+    if kind == "edge-joint-keyword":
+        return QdrantEdgeHybridStore(HashingEmbedding(dim=DIM), path=path, max_auto_indexes=0)
     return QdrantEdgeKeywordStore(path=path, max_auto_indexes=0)
+
+
+def _joint_keyword_search(store: Any, limit: int, flt: Any, excluded: frozenset[str]) -> list[Any]:
+    return store.keyword_search(QUERY_WORD, limit, filter=flt, exclude_ids=excluded)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +81,8 @@ def _dense_search(store: Any, limit: int, flt: Any, excluded: frozenset[str]) ->
 def _check(stores: dict[str, Any], case: tuple[Any, Any, frozenset[str]]) -> None:
     docs, flt, excluded = case
     for kind, store in stores.items():
-        kwargs = {"search": _dense_search} if hasattr(store, "embedding") else {}
+        kwargs = ({"search": _joint_keyword_search} if kind == "edge-joint-keyword"
+                  else {"search": _dense_search} if hasattr(store, "embedding") else {})
         try:
             assert_store_scopes_exactly(lambda s=store: _emptied(s), docs, flt, excluded, close=False, **kwargs)
         except AssertionError as exc:
