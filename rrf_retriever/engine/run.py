@@ -62,17 +62,26 @@ def _ms_since(t0: float) -> float:
 
 
 class _Called:
-    """When a leg's thread called its store."""
+    """When a leg's thread called its store, and when that call ended (the leg's latency is taken there, not when
+    the caller collects the result: a leg that finished first would else show the slower leg's time)."""
 
-    __slots__ = ("at", "event")
+    __slots__ = ("at", "ended", "event")
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.at = 0.0
+        self.ended = 0.0
 
     def mark(self) -> None:
         self.at = time.perf_counter()
         self.event.set()
+
+    def end(self) -> None:
+        self.ended = time.perf_counter()
+
+    def ms_since(self, submitted: float) -> float:
+        """Milliseconds from ``submitted`` to the end of the call (to now while it runs)."""
+        return ((self.ended or time.perf_counter()) - submitted) * 1000
 
 
 def _batch_group(leg: Leg) -> Any:
@@ -133,6 +142,7 @@ def run_in_threads(
     timeout = q.settings.leg_timeout
     futures: dict[str, tuple[concurrent.futures.Future[Any], float, int | None]] = {}
     called: list[_Called] = []
+    marks: dict[str, _Called] = {}
 
     def submit(name: str, leg: Leg, vector: Sequence[float] | None) -> None:
         mark = _Called()
@@ -140,9 +150,13 @@ def run_in_threads(
 
         def call() -> list[Hit]:
             mark.mark()
-            return leg.search(q.text, vector, q.fetch_k, q.flt, q.excl)
+            try:
+                return leg.search(q.text, vector, q.fetch_k, q.flt, q.excl)
+            finally:
+                mark.end()
 
         futures[name] = (pool.submit(call), time.perf_counter(), None)
+        marks[name] = mark
 
     def submit_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> None:
         mark = _Called()
@@ -152,11 +166,15 @@ def run_in_threads(
 
         def call() -> list[Any]:
             mark.mark()
-            return store.search_batch(requests)  # type: ignore[union-attr]
+            try:
+                return store.search_batch(requests)  # type: ignore[union-attr]
+            finally:
+                mark.end()
 
         future, submitted = pool.submit(call), time.perf_counter()
         for index, (name, _) in enumerate(members):
             futures[name] = (future, submitted, index)
+            marks[name] = mark
 
     batches = _batches(q)
     grouped = {name for members in batches for name, _ in members}
@@ -177,12 +195,13 @@ def run_in_threads(
     for name, (future, submitted, index) in futures.items():
         remaining = None if timeout is None else max(0.0, submitted + timeout - time.perf_counter())
         try:
-            outcomes[name] = LegOutcome(_share(future.result(timeout=remaining), index), _ms_since(submitted))
+            hits = _share(future.result(timeout=remaining), index)
+            outcomes[name] = LegOutcome(hits, marks[name].ms_since(submitted))
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
             outcomes[name] = LegOutcome(None, _ms_since(submitted), exc, timed_out=True)
         except Exception as exc:
-            outcomes[name] = LegOutcome(None, _ms_since(submitted), exc)
+            outcomes[name] = LegOutcome(None, marks[name].ms_since(submitted), exc)
     return outcomes, embedded
 
 

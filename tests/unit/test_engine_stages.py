@@ -100,3 +100,35 @@ def test_equal_scores_are_ordered_by_id_so_the_same_query_gives_the_same_answer(
     answers = {tuple(engine.search("certificate", top_k=10).ids) for _ in range(8)}
     assert answers == {tuple(ids[:10])}
     assert engine.search("certificate", top_k=5, offset=5).ids == ids[5:10]
+
+
+def test_each_legs_latency_ends_when_its_own_search_ends() -> None:
+    """A leg that finishes first must not be timed until the caller collects the slower leg (the trace used to
+    show the slower leg's time on every leg). Checked by instants recorded inside the legs, not by durations."""
+    import threading
+    import time
+
+    from rrf_retriever.engine.legs import FunctionLeg
+    from rrf_retriever.types import Hit
+
+    fast_done = threading.Event()
+    ends: dict[str, float] = {}
+
+    def fast(query: str, limit: int) -> list[Hit]:
+        ends["fast"] = time.perf_counter()
+        fast_done.set()
+        return [Hit("a", score=1.0)]
+
+    def slow(query: str, limit: int) -> list[Hit]:
+        fast_done.wait(5)
+        time.sleep(0.2)  # the slow leg ends well after the fast one
+        ends["slow"] = time.perf_counter()
+        return [Hit("b", score=1.0)]
+
+    engine = HybridEngine({"slow": FunctionLeg(slow), "fast": FunctionLeg(fast)})  # the slow leg is collected first
+    started = time.perf_counter()
+    legs = {leg.name: leg for leg in engine.search("anything").trace.legs}
+    # the fast leg's time stops at its own end (give or take 50 ms of thread hand-off), 200 ms before the slow one's
+    assert legs["fast"].latency_ms / 1000 < ends["fast"] - started + 0.05
+    assert started + legs["slow"].latency_ms / 1000 >= ends["slow"] - 0.001
+    engine.close()
