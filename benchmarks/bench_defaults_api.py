@@ -4,6 +4,7 @@ Usage:
     .venv/bin/python benchmarks/_colldata.py            # once: cache the MiniLM vectors of all five collections
     .venv/bin/python benchmarks/bench_collections.py    # once: the anchors (writes results/loco.json)
     .venv/bin/python benchmarks/bench_defaults_api.py   # this: writes results/defaults_api.json
+    .venv/bin/python benchmarks/bench_defaults_api.py --keyword fts5 --out defaults_api_fts5.json   # a keyword leg
 
 What a new user does: ``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids)`` (texts only: title + text as
 one string, nothing in the metadata), then ``invoke(query, top_k=...)``, with the cached MiniLM vectors. Two
@@ -14,6 +15,7 @@ anchors are. The best anchor per collection is read from ``results/loco.json`` (
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from typing import Any
@@ -24,14 +26,16 @@ from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.evaluation import evaluate
 
 
-def run_collection(name: str) -> dict[str, Any]:
+def run_collection(name: str, keyword: str | None = None) -> dict[str, Any]:
     c = load_collection(name)
     table = TableEmbedding(c.doc_texts, c.doc_vectors)
     table.add(c.query_texts, c.query_vectors)
     t0 = time.perf_counter()
     out: dict[str, Any] = {}
-    with EnsembleRRFRetriever.from_texts(c.doc_texts, table, ids=c.doc_ids) as retriever:
+    kwargs = {} if keyword is None else {"keyword": keyword}
+    with EnsembleRRFRetriever.from_texts(c.doc_texts, table, ids=c.doc_ids, **kwargs) as retriever:
         build_s = time.perf_counter() - t0
+        out["keyword_store"] = type(retriever.engine.legs["keyword"].store).__name__
         for top_k in (10, 100):
             run: dict[str, dict[str, float]] = {}
             for qid, text in zip(c.query_ids, c.query_texts):
@@ -47,11 +51,15 @@ def run_collection(name: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keyword", default=None, help="keyword store kind (default: from_texts's own)")
+    parser.add_argument("--out", default="defaults_api.json")
+    args = parser.parse_args()
     anchors_file = RESULTS / "loco.json"
     block = json.loads(anchors_file.read_text())["blocks"]["proposed"]
     results: dict[str, Any] = {}
     for name in COLLECTIONS:
-        results[name] = run_collection(name)
+        results[name] = run_collection(name, args.keyword)
         results[name]["best_anchor"] = block[name]["best_anchor"]
         results[name]["best_anchor_ndcg@10"] = round(block[name]["best_anchor_ndcg@10"], 4)
         print(name, json.dumps(results[name]), flush=True)
@@ -68,7 +76,7 @@ def main() -> None:
     rows.append(f"| mean margin | | | | | {sum(margins10) / 5:+.4f} | {sum(margins100) / 5:+.4f} |")
     table = "\n".join(rows)
     print(table)
-    (RESULTS / "defaults_api.json").write_text(json.dumps({"results": results, "table": table}, indent=2) + "\n")
+    (RESULTS / args.out).write_text(json.dumps({"results": results, "table": table}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
