@@ -34,8 +34,17 @@ from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, S
 from rrf_retriever.progress import progress_bar
 from rrf_retriever.scope import FilterSpec
 from rrf_retriever.stores.base import SearchRequest, StoreBase
-from rrf_retriever.stores.qdrant.base import CONTENT_KEY, ExcludeIds, Metadatas, QdrantStoreBase, Vectors, point_id
-from rrf_retriever.stores.qdrant.keyword import QdrantKeywordStoreBase, document_vector
+from rrf_retriever.stores.qdrant.base import (
+    CONTENT_KEY,
+    METADATA_KEY,
+    ExcludeIds,
+    Metadatas,
+    QdrantStoreBase,
+    Vectors,
+    point_id,
+)
+from rrf_retriever.stores.qdrant.keyword import QdrantKeywordStoreBase
+from rrf_retriever.stores.qdrant.sparse_values import DocumentTerms, analyze_document
 from rrf_retriever.stores.qdrant.steps import Steps
 from rrf_retriever.text import Analyzer
 from rrf_retriever.types import Hit, Record
@@ -72,10 +81,12 @@ class QdrantHybridBase(QdrantKeywordStoreBase):
         batch_size: int,
         index_keys: Sequence[str],
         max_auto_indexes: int,
+        title_weight: float | None = None,
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, live_idf=live_idf, auto_reweight=auto_reweight,
             batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
+            title_weight=title_weight,
         )
         self.embedding = as_embedding(embedding)
         from rrf_retriever.stores.qdrant.hybrid_views import HybridDenseView, HybridKeywordView
@@ -179,24 +190,22 @@ class QdrantHybridBase(QdrantKeywordStoreBase):
 
     def _prepare_joint_add(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas, vectors: Vectors
-    ) -> tuple[list[str], list[dict[str, Any]], list[list[float]], int, list[list[str]]]:
+    ) -> tuple[list[str], list[dict[str, Any]], list[list[float]], int, list[DocumentTerms]]:
         """Validate a batch and its vectors (embedding the texts if needed) and analyze it, before any write."""
         id_list, payloads, vector_list, dim = self._prepare_add(ids, texts, metadatas, vectors)
-        terms = [self.analyzer.analyze(p[CONTENT_KEY]) for p in payloads]
+        terms = [analyze_document(self.analyzer, p[CONTENT_KEY], p[METADATA_KEY]) for p in payloads]
         return id_list, payloads, vector_list, dim, terms
 
     def _joint_add_steps(
         self, ids: list[str], payloads: list[dict[str, Any]], vectors: list[list[float]], dim: int,
-        terms: list[list[str]],
+        terms: list[DocumentTerms],
     ) -> Steps[None]:
         # The keyword store's add (keyword.py, _kw_add_steps) with the dense vector on the same point.
         if not ids:
             return
-        total = sum(len(t) for t in terms)
-        first_avgdl = self._asked["avgdl"] or (total / len(terms) if total else None)
         created = False
         if not (yield from self._ready_steps()):
-            params = self._new_params(first_avgdl)
+            params = self._new_params(self._first_avgdl(terms, self.title_weight)[0])
             try:
                 yield ("create", (dim, params))
                 self._params, self._dimension, created = params, dim, True
@@ -207,6 +216,7 @@ class QdrantHybridBase(QdrantKeywordStoreBase):
             msg = f"vectors have dimension {dim}, the collection {self._dimension}"
             raise DimensionMismatchError(msg)
         assert self._params is not None
+        first_avgdl, total = self._first_avgdl(terms, self._params["title_weight"])
         if self._params["avgdl"] is None and first_avgdl is not None:  # the first terms ever: freeze avgdl now
             params = {**self._params, "avgdl": first_avgdl}
             yield ("save_params", (params,))
@@ -214,14 +224,13 @@ class QdrantHybridBase(QdrantKeywordStoreBase):
         if self._written is None:  # first write of this store object: start from what the collection holds
             count = 0 if created else int((yield ("count", ())))
             self._written, self._checked_at = [count, round(count * (self._params["avgdl"] or 0.0))], count
-        k1, b, avgdl = self._params["k1"], self._params["b"], self._params["avgdl"]
+        settings = self._params  # one set of settings for the whole batch
         pids = [point_id(i) for i in ids]
         with progress_bar(len(pids), f"upserting into {self.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
                 chunk = slice(start, start + self.batch_size)
                 points = [
-                    (pid, {DENSE_VECTOR_NAME: vec, **self._sparse(*document_vector(t, k1=k1, b=b, avgdl=avgdl))},
-                     payload)
+                    (pid, {DENSE_VECTOR_NAME: vec, **self._sparse(*self._values(t, settings))}, payload)
                     for pid, vec, t, payload in zip(pids[chunk], vectors[chunk], terms[chunk], payloads[chunk])
                 ]
                 yield ("upsert", (points,))

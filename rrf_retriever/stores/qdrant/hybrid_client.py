@@ -52,7 +52,7 @@ class QdrantHybridStore(QdrantHybridBase):
         shard_number, replication_factor, write_consistency_factor: Passed to ``create_collection`` when this
             store creates the collection (a cluster: see ``deploy/README.md``); None keeps the server's default.
             An existing collection keeps its own.
-        analyzer, k1, b, avgdl, live_idf, auto_reweight: The BM25 leg, as for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
             :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore`.
         async_client: An ``AsyncQdrantClient`` on the same server, for native async twins.
         batch_size: Points per upsert request.
@@ -82,6 +82,7 @@ class QdrantHybridStore(QdrantHybridBase):
         k1: float | None = None,
         b: float | None = None,
         avgdl: float | None = None,
+        title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
         async_client: Any = None,
@@ -91,6 +92,7 @@ class QdrantHybridStore(QdrantHybridBase):
     ) -> None:
         super().__init__(
             embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, live_idf=live_idf, auto_reweight=auto_reweight,
+            title_weight=title_weight,
             batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self.cluster = {

@@ -42,7 +42,7 @@ class QdrantEdgeHybridStore(QdrantHybridBase):
         embedding: The dense leg's embedding.
         path: The store's directory (created if missing), or None for a temporary one.
         exact, hnsw_ef: Dense search, as for :class:`~rrf_retriever.stores.qdrant.QdrantEdgeDenseStore`.
-        analyzer, k1, b, avgdl, live_idf, auto_reweight: The BM25 leg, as for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
             :class:`~rrf_retriever.stores.qdrant.QdrantEdgeKeywordStore`.
         batch_size, index_keys, max_auto_indexes: As for the edge stores.
 
@@ -73,6 +73,7 @@ class QdrantEdgeHybridStore(QdrantHybridBase):
         k1: float | None = None,
         b: float | None = None,
         avgdl: float | None = None,
+        title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
         batch_size: int = UPSERT_BATCH,
@@ -81,6 +82,7 @@ class QdrantEdgeHybridStore(QdrantHybridBase):
     ) -> None:
         super().__init__(
             embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, live_idf=live_idf, auto_reweight=auto_reweight,
+            title_weight=title_weight,
             batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self._qe, self._np = self._import_engine("qdrant-edge-py", "qdrant_edge", "numpy")

@@ -8,7 +8,10 @@ The scheme (one analyzer for every keyword store: ours, client-side):
 * each term becomes a sparse-vector index, :func:`term_id`: the first 4 bytes of ``blake2b(term)`` masked below
   ``2**31`` (stable across processes, machines and versions; no vocabulary to store or share);
 * a document's value for term ``t`` is BM25's saturated term frequency (:func:`document_vector`)
-  ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``, ``dl`` the document's analyzed length;
+  ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``, ``dl`` the document's analyzed length; a string
+  ``metadata["title"]`` is a field of weight ``title_weight`` (default 2, as FTS5KeywordStore's):
+  ``tf = tf_text + title_weight * tf_title``, ``dl`` the text's and the title's terms
+  (:mod:`rrf_retriever.stores.qdrant.sparse_values`; a collection saved before the title field keeps the text only);
 * a query's value for ``t`` is how often ``t`` occurs in the query (1.0 for most terms; a repeated term counts
   again, as bm25s and FTS5 count it), :func:`query_vector`;
 * the sparse vector (named ``"bm25"``) is declared with ``Modifier.IDF``: at query time Qdrant multiplies each
@@ -62,12 +65,9 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
@@ -86,6 +86,16 @@ from rrf_retriever.stores.qdrant.base import (
 )
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.scoping import check_index_keys, check_payload_ints
+from rrf_retriever.stores.qdrant.sparse_values import (
+    DEFAULT_TITLE_WEIGHT,
+    EMPTY_DOCUMENT_INDEX,
+    DocumentTerms,
+    analyze_document,
+    document_length,
+    document_vector,
+    query_vector,
+    term_id,
+)
 from rrf_retriever.stores.qdrant.steps import Steps
 from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, saved_config
 from rrf_retriever.types import Hit, Record
@@ -94,6 +104,7 @@ from rrf_retriever.validate import check_int, check_limit, check_str, validate_b
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_K1",
+    "DEFAULT_TITLE_WEIGHT",
     "EMPTY_DOCUMENT_INDEX",
     "PARAMS_FORMAT",
     "SPARSE_VECTOR_NAME",
@@ -111,66 +122,12 @@ DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 #: Names the term-id function; saved with the collection so a reader hashing otherwise refuses it.
 TERM_ID_SCHEME = "blake2b-4-le-31"
-#: The one index of a document without terms (above every term id): it makes the document count in IDF's ``N``.
-EMPTY_DOCUMENT_INDEX = 2**31
-#: Version of the saved settings.
-PARAMS_FORMAT = 1
-_TERM_MASK = 0x7FFFFFFF
+#: Version of the saved settings (1: no title field, read as ``title_weight`` 0; 2: ``title_weight`` saved).
+PARAMS_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 _SCROLL_PAGE = 512
 #: Auto re-freeze: check when the documents written have doubled; rewrite when the mean moved by more than this.
 REWEIGHT_DRIFT = 0.10
-
-
-@lru_cache(maxsize=65536)
-def term_id(term: str) -> int:
-    """The sparse-vector index of an analyzed term: blake2b's first 4 bytes, little-endian, below ``2**31``.
-
-    Stable forever (changing it orphans every stored vector). Distinct terms may collide (see the module notes).
-
-    Example:
-        >>> term_id("qdrant")
-        585620190
-    """
-    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest()
-    return int.from_bytes(digest, "little") & _TERM_MASK
-
-
-def document_vector(
-    terms: Sequence[str], *, k1: float, b: float, avgdl: float | None
-) -> tuple[list[int], list[float]]:
-    """A document's BM25 sparse vector: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` per term.
-
-    ``dl`` is ``len(terms)``. Colliding term ids add their values. A document without terms gets the marker
-    :data:`EMPTY_DOCUMENT_INDEX` only.
-
-    Example:
-        >>> document_vector([], k1=1.2, b=0.75, avgdl=10.0)
-        ([2147483648], [1.0])
-    """
-    if not terms:
-        return [EMPTY_DOCUMENT_INDEX], [1.0]
-    if avgdl is None or not avgdl > 0:
-        msg = "avgdl must be positive once a document has terms"
-        raise InvalidArgumentError(msg)
-    norm = k1 * (1.0 - b + b * len(terms) / avgdl)
-    weights: dict[int, float] = {}
-    for term, tf in Counter(terms).items():
-        index = term_id(term)
-        weights[index] = weights.get(index, 0.0) + tf * (k1 + 1.0) / (tf + norm)
-    indices = sorted(weights)
-    return indices, [weights[i] for i in indices]
-
-
-def query_vector(terms: Iterable[str]) -> tuple[list[int], list[float]]:
-    """A query's sparse vector: each term's count (Qdrant multiplies it by the term's IDF).
-
-    Example:
-        >>> query_vector([])
-        ([], [])
-    """
-    counts = Counter(term_id(t) for t in terms)
-    indices = sorted(counts)
-    return indices, [float(counts[i]) for i in indices]
 
 
 def _check_param(name: str, value: object, upper: float | None) -> float:
@@ -209,6 +166,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         batch_size: int,
         index_keys: Sequence[str],
         max_auto_indexes: int,
+        title_weight: float | None = None,
     ) -> None:
         # QdrantStoreBase.__init__ wants an embedding: a keyword store has none (so it is not a DenseStore).
         if analyzer is not None and not isinstance(analyzer, Analyzer):
@@ -218,11 +176,14 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
             "k1": None if k1 is None else _check_param("k1", k1, 100.0),
             "b": None if b is None else _check_param("b", b, 1.0),
             "avgdl": None if avgdl is None else _check_param("avgdl", avgdl, None),
+            "title_weight": None if title_weight is None else _check_param("title_weight", title_weight, 100.0),
             "analyzer": analyzer,
         }
         self.analyzer = analyzer or default_analyzer()
         self.k1 = DEFAULT_K1 if k1 is None else self._asked["k1"]
         self.b = DEFAULT_B if b is None else self._asked["b"]
+        #: The weight of ``metadata["title"]`` as its own field (0: text only); a reopened store's saved one.
+        self.title_weight = DEFAULT_TITLE_WEIGHT if title_weight is None else self._asked["title_weight"]
         self.live_idf = bool(live_idf)
         #: Re-freeze avgdl when the documents written have doubled and their mean length moved (never with avgdl=).
         self.auto_reweight = bool(auto_reweight) and avgdl is None
@@ -257,6 +218,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
             "b": self.b,
             "avgdl": avgdl,
             "avgdl_fixed": self._asked["avgdl"] is not None,
+            "title_weight": self.title_weight,
             "analyzer": self.analyzer.config(),
         }
 
@@ -265,7 +227,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         if not isinstance(saved, Mapping):
             msg = f"{where} holds no rrf-retriever BM25 settings (not written by a Qdrant keyword store)"
             raise StoreError(msg)
-        if saved.get("format") != PARAMS_FORMAT or saved.get("term_ids") != TERM_ID_SCHEME:
+        if saved.get("format") not in _READABLE_FORMATS or saved.get("term_ids") != TERM_ID_SCHEME:
             msg = f"{where} was written with format {saved.get('format')!r}, term ids {saved.get('term_ids')!r}"
             raise StoreError(msg)
         try:
@@ -274,12 +236,14 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
                 "k1": _check_param("k1", saved["k1"], 100.0),
                 "b": _check_param("b", saved["b"], 1.0),
                 "avgdl": None if saved["avgdl"] is None else _check_param("avgdl", saved["avgdl"], None),
+                # Format 1 (before the title field) indexed the text only: such a store keeps ranking so.
+                "title_weight": _check_param("title_weight", saved.get("title_weight") or 0.0, 100.0),
             }
             analyzer_config = dict(saved["analyzer"])
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"{where} holds malformed BM25 settings: {exc}"
             raise StoreError(msg) from exc
-        for name in ("k1", "b", "avgdl"):
+        for name in ("k1", "b", "avgdl", "title_weight"):
             asked = self._asked[name]
             if asked is not None and asked != params[name]:
                 msg = f"{where} holds BM25 values written with {name}={params[name]!r}, not {asked!r}"
@@ -290,7 +254,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         elif asked_analyzer.config() != saved_config(analyzer_config):
             msg = f"{where} was indexed with another analyzer ({analyzer_config})"
             raise InvalidArgumentError(msg)
-        self.k1, self.b = params["k1"], params["b"]
+        self.k1, self.b, self.title_weight = params["k1"], params["b"], params["title_weight"]
         if params.get("avgdl_fixed"):  # an avgdl given by the user is never re-frozen
             self.auto_reweight = False
         return params
@@ -375,25 +339,25 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
 
     def _prepare_kw_add(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas
-    ) -> tuple[list[str], list[dict[str, Any]], list[list[str]]]:
+    ) -> tuple[list[str], list[dict[str, Any]], list[DocumentTerms]]:
         """Validate and analyze a batch before anything is written."""
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
         check_payload_ints(meta_list)
-        terms = [self.analyzer.analyze(text) for text in text_list]
+        terms = [analyze_document(self.analyzer, text, meta) for text, meta in zip(text_list, meta_list)]
         payloads = [
             {CONTENT_KEY: text, METADATA_KEY: meta, DOC_ID_KEY: doc_id}
             for doc_id, text, meta in zip(id_list, text_list, meta_list)
         ]
         return id_list, payloads, terms
 
-    def _kw_add_steps(self, ids: list[str], payloads: list[dict[str, Any]], terms: list[list[str]]) -> Steps[None]:
+    def _kw_add_steps(
+        self, ids: list[str], payloads: list[dict[str, Any]], terms: list[DocumentTerms]
+    ) -> Steps[None]:
         if not ids:
             return
-        total = sum(len(t) for t in terms)
-        first_avgdl = self._asked["avgdl"] or (total / len(terms) if total else None)
         created = False
         if not (yield from self._ready_steps()):
-            params = self._new_params(first_avgdl)
+            params = self._new_params(self._first_avgdl(terms, self.title_weight)[0])
             try:
                 yield ("create", (params,))
                 self._params, created = params, True
@@ -401,6 +365,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
                 if not (yield from self._ready_steps()):  # else another writer created it meanwhile
                     raise
         assert self._params is not None
+        first_avgdl, total = self._first_avgdl(terms, self._params["title_weight"])
         if self._params["avgdl"] is None and first_avgdl is not None:  # the first terms ever: freeze avgdl now
             params = {**self._params, "avgdl": first_avgdl}
             yield ("save_params", (params,))
@@ -409,15 +374,15 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
             count = 0 if created else int((yield ("count", ())))
             avgdl_now = self._params["avgdl"] or 0.0
             self._written, self._checked_at = [count, round(count * avgdl_now)], count
-        k1, b, avgdl = self._params["k1"], self._params["b"], self._params["avgdl"]
         if self.index_keys and self.indexes_payload:  # before the points: see QdrantScoping._declared_index_steps
             yield from self._declared_index_steps(payloads)
+        settings = self._params  # one set of settings for the whole batch
         pids = [point_id(i) for i in ids]
         with progress_bar(len(pids), f"upserting into {self.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
                 chunk = slice(start, start + self.batch_size)
                 points = [
-                    (pid, self._sparse(*document_vector(t, k1=k1, b=b, avgdl=avgdl)), payload)
+                    (pid, self._sparse(*self._values(t, settings)), payload)
                     for pid, t, payload in zip(pids[chunk], terms[chunk], payloads[chunk])
                 ]
                 yield ("upsert", (points,))
@@ -479,20 +444,18 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
             while True:
                 points, offset = yield ("scroll", (offset, _SCROLL_PAGE))
                 for p in points:
-                    total += len(self.analyzer.analyze(self._text_of(p.payload)))
+                    total += document_length(*self._terms_of(p.payload), self._params["title_weight"])
                     count += 1
                 if offset is None:
                     break
             avgdl = total / count if total else None
         params = {**self._params, "avgdl": avgdl, "avgdl_fixed": fixed}
-        k1, b = params["k1"], params["b"]
         offset = None
         while True:  # pass 2: every point's values anew (same id, same payload)
             points, offset = yield ("scroll", (offset, _SCROLL_PAGE))
             rewritten = []
             for p in points:
-                terms = self.analyzer.analyze(self._text_of(p.payload))
-                vector = self._sparse(*document_vector(terms, k1=k1, b=b, avgdl=avgdl))
+                vector = self._sparse(*self._values(self._terms_of(p.payload), params))
                 rewritten.append((str(p.id), vector, dict(p.payload or {})))
             if rewritten:
                 yield ("upsert", (rewritten,))
@@ -503,10 +466,27 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
         self.auto_reweight = self.auto_reweight and not fixed
         return avgdl
 
-    @staticmethod
-    def _text_of(payload: Mapping[str, Any] | None) -> str:
+    # -- a document's values: the one place the keyword and joint stores compute them ------------------------
+    def _first_avgdl(self, terms: list[DocumentTerms], title_weight: float) -> tuple[float | None, int]:
+        """The avgdl a batch would freeze (the one asked, else its mean length; None: no term) and its length."""
+        total = sum(document_length(text, title, title_weight) for text, title in terms)
+        return self._asked["avgdl"] or (total / len(terms) if total else None), total
+
+    def _values(self, terms: DocumentTerms, params: Mapping[str, Any] | None = None) -> tuple[list[int], list[float]]:
+        """A document's sparse vector with the collection's settings (or ``params``, e.g. a new avgdl)."""
+        p = self._params if params is None else params
+        assert p is not None
+        return document_vector(
+            terms[0], k1=p["k1"], b=p["b"], avgdl=p["avgdl"], title_terms=terms[1], title_weight=p["title_weight"]
+        )
+
+    def _terms_of(self, payload: Mapping[str, Any] | None) -> DocumentTerms:
+        """A stored point's document terms, from its payload (the text and the metadata's title)."""
         text = (payload or {}).get(CONTENT_KEY)
-        return text if isinstance(text, str) else ""
+        metadata = (payload or {}).get(METADATA_KEY)
+        return analyze_document(
+            self.analyzer, text if isinstance(text, str) else "", metadata if isinstance(metadata, Mapping) else None
+        )
 
     # -- what an engine supplies (besides the dense stores' primitives) ---------------------------------------
     def _where(self) -> str:

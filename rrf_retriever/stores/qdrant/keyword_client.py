@@ -50,6 +50,11 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
         k1, b: BM25 term saturation and length normalisation (default 1.2 and 0.75, as the other stores).
         avgdl: The average document length to normalise by; default: the mean of the first batch written (see
             :meth:`reweight`).
+        title_weight: The weight of a document's ``metadata["title"]`` (a string) as its own field, as in
+            :class:`~rrf_retriever.stores.FTS5KeywordStore`: a term's count is its count in the text plus
+            ``title_weight`` times its count in the title, and the length normalised is the text's plus the title's
+            terms. 0: the text only. None (default): the saved weight when reopening (a collection written before
+            the title field: 0), else 2.0.
         live_idf: Ask Qdrant for the IDF of the live points (a server otherwise counts deleted points until their
             segment is vacuumed). Needs a server that knows ``SearchParams.idf``; local mode always counts live.
         async_client: An ``AsyncQdrantClient`` on the same server, for native async twins.
@@ -77,6 +82,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
         k1: float | None = None,
         b: float | None = None,
         avgdl: float | None = None,
+        title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
         async_client: Any = None,
@@ -86,6 +92,7 @@ class QdrantKeywordStore(QdrantKeywordStoreBase):
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, live_idf=live_idf, auto_reweight=auto_reweight,
+            title_weight=title_weight,
             batch_size=batch_size,
             index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )

@@ -51,7 +51,7 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
 
     Args:
         path: The store's directory (created if missing), or None for a temporary one.
-        analyzer, k1, b, avgdl, live_idf: As for :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore`.
+        analyzer, k1, b, avgdl, title_weight, live_idf: As for :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore`.
         batch_size: Points per update operation.
         index_keys, max_auto_indexes: Payload indexes, as for the dense edge store.
 
@@ -82,6 +82,7 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
         k1: float | None = None,
         b: float | None = None,
         avgdl: float | None = None,
+        title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
         batch_size: int = UPSERT_BATCH,
@@ -90,6 +91,7 @@ class QdrantEdgeKeywordStore(QdrantKeywordStoreBase):
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, live_idf=live_idf, auto_reweight=auto_reweight,
+            title_weight=title_weight,
             batch_size=batch_size,
             index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )

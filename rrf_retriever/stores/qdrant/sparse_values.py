@@ -1,0 +1,138 @@
+"""The BM25 sparse values of one document or query (pure: no I/O, no Qdrant types), used by every Qdrant store
+holding the ``"bm25"`` vector (the keyword stores and the joint collections). The scheme is described in
+:mod:`rrf_retriever.stores.qdrant.keyword`.
+
+A document's ``metadata["title"]`` (a string) counts as its own field, as in
+:class:`~rrf_retriever.stores.fts5.FTS5KeywordStore`, whose ``bm25()`` sums the column-weighted counts of a term
+and normalises by ONE length, the tokens of the row over all its columns, unweighted. So here, with
+``title_weight`` w > 0: ``tf(t) = tf_text(t) + w * tf_title(t)`` and ``dl = len(text terms) + len(title terms)``
+(:func:`document_length`; ``avgdl`` is the mean of that length). ``w = 0`` is the flat index of the text: the
+title counts in neither. A document without a title ranks exactly as in the flat index (its ``dl`` is the same;
+only ``avgdl`` is the mean over a corpus whose titled documents are longer, as in FTS5).
+
+Example:
+    >>> indices, values = document_vector(["car"], k1=1.2, b=0.75, avgdl=2.0, title_terms=["car"], title_weight=2.0)
+    >>> indices == [term_id("car")], round(values[0], 4)  # tf 1 + 2 * 1 = 3, dl 2
+    (True, 1.5714)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.text import Analyzer
+
+__all__ = [
+    "DEFAULT_TITLE_WEIGHT",
+    "EMPTY_DOCUMENT_INDEX",
+    "TITLE_KEY",
+    "DocumentTerms",
+    "analyze_document",
+    "document_length",
+    "document_vector",
+    "query_vector",
+    "term_id",
+]
+
+#: The one index of a document without terms (above every term id): it makes the document count in IDF's ``N``.
+EMPTY_DOCUMENT_INDEX = 2**31
+#: The metadata key read as the title field.
+TITLE_KEY = "title"
+#: The title's weight in a new store (FTS5KeywordStore's default: the best of 1-4 on SciFact train).
+DEFAULT_TITLE_WEIGHT = 2.0
+_TERM_MASK = 0x7FFFFFFF
+
+#: A document's analyzed text terms and title terms ([] without a title).
+DocumentTerms = tuple[list[str], list[str]]
+
+
+@lru_cache(maxsize=65536)
+def term_id(term: str) -> int:
+    """The sparse-vector index of an analyzed term: blake2b's first 4 bytes, little-endian, below ``2**31``.
+
+    Stable forever (changing it orphans every stored vector). Distinct terms may collide (see the module notes).
+
+    Example:
+        >>> term_id("qdrant")
+        585620190
+    """
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "little") & _TERM_MASK
+
+
+def analyze_document(analyzer: Analyzer, text: str, metadata: Mapping[str, Any] | None) -> DocumentTerms:
+    """A document's text terms and the terms of its ``metadata["title"]`` (none unless the title is a string).
+
+    Example:
+        >>> from rrf_retriever.text import default_analyzer
+        >>> analyze_document(default_analyzer(), "Cooking pasta", {"title": "Italian food", "n": 1})
+        (['cook', 'pasta'], ['italian', 'food'])
+    """
+    title = (metadata or {}).get(TITLE_KEY)
+    return analyzer.analyze(text), (analyzer.analyze(title) if isinstance(title, str) else [])
+
+
+def document_length(terms: Sequence[str], title_terms: Sequence[str], title_weight: float) -> int:
+    """The ``dl`` of BM25: the text's terms plus, when the title counts (``title_weight > 0``), the title's.
+
+    Unweighted, as FTS5's ``bm25()`` counts the tokens of a row over all its columns.
+
+    Example:
+        >>> document_length(["a", "b"], ["c"], 2.0), document_length(["a", "b"], ["c"], 0.0)
+        (3, 2)
+    """
+    return len(terms) + (len(title_terms) if title_weight > 0 else 0)
+
+
+def document_vector(
+    terms: Sequence[str],
+    *,
+    k1: float,
+    b: float,
+    avgdl: float | None,
+    title_terms: Sequence[str] = (),
+    title_weight: float = 0.0,
+) -> tuple[list[int], list[float]]:
+    """A document's BM25 sparse vector: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` per term.
+
+    ``tf`` is the term's count in ``terms`` plus ``title_weight`` times its count in ``title_terms``; ``dl`` is
+    :func:`document_length`. ``title_weight=0`` ignores the title (the flat index). Colliding term ids add their
+    values. A document without terms gets the marker :data:`EMPTY_DOCUMENT_INDEX` only.
+
+    Example:
+        >>> document_vector([], k1=1.2, b=0.75, avgdl=10.0)
+        ([2147483648], [1.0])
+    """
+    counts: dict[str, float] = dict(Counter(terms))
+    if title_weight > 0:
+        for term, tf in Counter(title_terms).items():
+            counts[term] = counts.get(term, 0.0) + title_weight * tf
+    if not counts:
+        return [EMPTY_DOCUMENT_INDEX], [1.0]
+    if avgdl is None or not avgdl > 0:
+        msg = "avgdl must be positive once a document has terms"
+        raise InvalidArgumentError(msg)
+    norm = k1 * (1.0 - b + b * document_length(terms, title_terms, title_weight) / avgdl)
+    weights: dict[int, float] = {}
+    for term, tf in counts.items():
+        index = term_id(term)
+        weights[index] = weights.get(index, 0.0) + tf * (k1 + 1.0) / (tf + norm)
+    indices = sorted(weights)
+    return indices, [weights[i] for i in indices]
+
+
+def query_vector(terms: Iterable[str]) -> tuple[list[int], list[float]]:
+    """A query's sparse vector: each term's count (Qdrant multiplies it by the term's IDF).
+
+    Example:
+        >>> query_vector([])
+        ([], [])
+    """
+    counts = Counter(term_id(t) for t in terms)
+    indices = sorted(counts)
+    return indices, [float(counts[i]) for i in indices]
