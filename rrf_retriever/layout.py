@@ -5,8 +5,9 @@ Layout of an index directory::
 
     DIR/
       rrf-index.json     manifest: embedder, stores, analyzer, collection, dimension, doc count, times
-      keyword.sqlite3    FTS5KeywordStore (keyword store "fts5", the default)
+      keyword.sqlite3    FTS5KeywordStore (keyword store "fts5", the default before 2026-12)
       keyword-bm25/      BM25KeywordStore (keyword store "bm25"; saved after every write)
+      keyword-qdrant-edge/  QdrantEdgeKeywordStore (keyword store "qdrant-edge", the default: BM25 as sparse vectors)
       qdrant-edge/       QdrantEdgeDenseStore (dense store "qdrant-edge", the default: Qdrant's in-process engine,
                          fast past 100k points, where qdrant-client's local mode takes seconds per filtered query)
       qdrant/            QdrantDenseStore (dense store "qdrant": qdrant-client local mode); with keyword and dense
@@ -94,7 +95,7 @@ BM25_DIR = "keyword-bm25"
 QDRANT_DIR = "qdrant"
 QDRANT_EDGE_DIR = "qdrant-edge"
 #: The stores of new indexes; an index records its own in the manifest (older ones: "fts5" and "qdrant").
-DEFAULT_KEYWORD_STORE = "fts5"
+DEFAULT_KEYWORD_STORE = "qdrant-edge"
 DEFAULT_DENSE_STORE = "qdrant-edge"
 #: The sparse-vector BM25 keyword stores on Qdrant (their own folders: a qdrant-client path admits one client).
 KEYWORD_QDRANT_DIR = "keyword-qdrant"
@@ -481,7 +482,9 @@ def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind
                f"({shown}); use an empty or new directory")
         raise IndexDirectoryError(msg)
     if keyword_kind is None:
-        keyword_kind = "bm25" if BM25_DIR in entries and KEYWORD_FILE not in entries else DEFAULT_KEYWORD_STORE
+        # an older folder without a manifest keeps the store it holds (FTS5 was the default before)
+        keyword_kind = ("fts5" if KEYWORD_FILE in entries else "bm25" if BM25_DIR in entries
+                        else DEFAULT_KEYWORD_STORE)
     if dense_kind is None:
         dense_kind = "qdrant" if QDRANT_DIR in entries and QDRANT_EDGE_DIR not in entries else DEFAULT_DENSE_STORE
     now = _now()

@@ -105,7 +105,7 @@ class _Typer(typer.Typer):
 app = _Typer(
     name="rrf-retriever",
     cls=_Group,
-    help="Hybrid retrieval (Qdrant dense + SQLite FTS5 keyword) fused with weighted Reciprocal Rank Fusion.",
+    help="Hybrid retrieval (Qdrant dense + BM25 keyword) fused with weighted Reciprocal Rank Fusion.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -227,7 +227,7 @@ def index_command(
         None, help="Keyword analyzer language of a new index ('german', 'french', 'es', ...: Snowball stemming and "
                    "stopwords). Default English; CJK text is cut into bigrams either way. An index keeps its own."),
     keyword: str | None = typer.Option(
-        None, help="Keyword store of a new index: fts5 (default), bm25, qdrant, qdrant-edge. An index keeps its own."),
+        None, help="Keyword store of a new index: qdrant-edge (default), fts5, bm25, qdrant. An index keeps its own."),
     dense: str | None = typer.Option(
         None, help="Dense store of a new index: qdrant-edge (default) or qdrant. An index keeps its own."),
     url: str | None = typer.Option(

@@ -1,7 +1,7 @@
 """The main job, ``make demo`` (= ``rrf-retriever demo``): hybrid retrieval on a shipped corpus, offline.
 
 It indexes the demo corpus (an invented product, Tidewell: docs, FAQs and support tickets) on the embedded
-defaults (MiniLM on onnxruntime, Qdrant local mode, SQLite FTS5) into a cache directory, runs the demo queries
+defaults (MiniLM on onnxruntime, qdrant-edge for both legs: dense and BM25 sparse vectors) into a cache directory, runs the demo queries
 and shows, per result, its dense rank, keyword rank and fused score, with the relevant ids marked. Then it shows
 what a weight of 0 does (a document only the keyword leg found disappears) and a session-scoped query, and ends
 with one line: hits@1 for dense only, keyword only and hybrid.
@@ -226,7 +226,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     index_dir = Path(index_dir) if index_dir is not None else default_demo_index_dir()
     corpus = _data_file("demo_corpus.jsonl")
     queries = load_demo_queries()
-    console.rule("[bold]rrf-retriever demo[/bold]: dense (MiniLM + Qdrant) + keyword (SQLite FTS5 BM25), "
+    console.rule("[bold]rrf-retriever demo[/bold]: dense (MiniLM + Qdrant) + keyword (BM25 sparse vectors), "
                  "weighted RRF")
     console.print(f"score(d) = Σ_leg weight_leg / (k + rank_leg(d)), k = {DEFAULT_HYBRID_RRF_K:g}, weights "
                   f"dense {MODES['hybrid']['dense']:g} / keyword {MODES['hybrid']['keyword']:g} (the defaults). "

@@ -23,6 +23,7 @@ from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, Retrie
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.frameworks.node_metadata import public_metadata
 from rrf_retriever.layout import (
+    DEFAULT_KEYWORD_STORE,
     JOURNAL_FILE,
     make_dense_store,
     make_keyword_store,
@@ -267,8 +268,11 @@ class RetrieverCore:
             metadatas: One mapping per text (optional).
             ids: One id per text. Default: derived from the text and its metadata (:func:`content_ids`), so running
                 the same script twice updates the same documents instead of adding copies.
-            keyword: ``"fts5"`` (SQLite FTS5), ``"bm25"`` (in memory; saved in ``path`` after every write) or a
-                keyword store. Default: the index's own kind at ``path``, else ``"fts5"``.
+            keyword: ``"qdrant-edge"`` (BM25 as Qdrant sparse vectors in Qdrant's in-process engine: ~1 ms at 100k
+                documents), ``"fts5"`` (SQLite FTS5; tens of ms at 100k), ``"bm25"`` (in memory; saved in ``path``
+                after every write), ``"qdrant"`` (with ``dense="qdrant"``: both legs in one Qdrant collection) or a
+                keyword store. Default: the index's own kind at ``path``, else ``"qdrant-edge"`` (the choice is
+                argued in benchmarks/RESULTS.md, "The path users take").
             dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; an int8 scan
                 with exact rescoring once optimized, which an add of 10k+ points does by itself), ``"qdrant"``
                 (qdrant-client local mode, ``:memory:`` or ``path``;
@@ -298,7 +302,7 @@ class RetrieverCore:
             msg = "analyzer= is for a keyword store built here; give the analyzer to the keyword store you pass"
             raise InvalidArgumentError(msg)
         if path is None:
-            keyword, dense = keyword or "fts5", dense or "qdrant-edge"
+            keyword, dense = keyword or DEFAULT_KEYWORD_STORE, dense or "qdrant-edge"
             joint = make_qdrant_stores(keyword, dense, embedding, None, collection_name or "rrf_retriever",
                                        url=url, location=location, api_key=api_key, analyzer=analyzer)
             if joint is not None:

@@ -60,7 +60,7 @@ def test_index_writes_manifest_and_reindex_upserts(tmp_path: Path, corpus: Path,
     assert manifest["doc_count"] == 5
     assert manifest["embedder"] == EMB
     assert manifest["analyzer"]["stem"] == "porter"
-    assert (index_dir / "keyword.sqlite3").is_file() and (index_dir / "qdrant-edge").is_dir()
+    assert (index_dir / "keyword-qdrant-edge").is_dir() and (index_dir / "qdrant-edge").is_dir()  # the defaults
 
     changed = tmp_path / "changed.jsonl"
     changed.write_text(json.dumps({"id": "d1", "text": "zebra crossing", "metadata": {"session_id": 9}}) + "\n"

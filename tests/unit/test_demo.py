@@ -95,19 +95,20 @@ def test_the_why_texts_say_what_the_tables_show(demo_run: tuple) -> None:
         assert "3rd" in q.why
 
         q = queries["certificate pin mismatch"]  # 8: its table is the filtered one
-        assert fused_rank(engine, q.query, "tkt-2620", filter=q.filter) == (1, {"dense": 1, "keyword": 1})
-        assert fused_rank(engine, q.query, "tkt-2620")[0] == 4 and "4th" in q.why
+        assert fused_rank(engine, q.query, "tkt-2620", filter=q.filter) == (2, {"dense": 1, "keyword": 2})
+        assert "1st" in q.why and "2nd" in q.why
+        assert fused_rank(engine, q.query, "tkt-2620")[0] == 5 and "5th" in q.why
         assert "this table" in q.why.lower()
 
         q = queries["hub restored from an old backup, agents stuck"]  # 6: rrf_k
-        assert fused_rank(engine, q.query, "tkt-2304") == (1, {"dense": 8, "keyword": 6})
+        assert fused_rank(engine, q.query, "tkt-2304") == (1, {"dense": 8, "keyword": 4}) and "keyword 4th" in q.why
         engine.update_settings(rrf_k=2)
-        assert fused_rank(engine, q.query, "tkt-2304")[0] == 5 and "5th" in q.why
+        assert fused_rank(engine, q.query, "tkt-2304")[0] == 4 and "ranks it 4th" in q.why
         engine.update_settings(rrf_k=60)
 
         q = queries["E4107"]  # 2: the dense leg does find the ticket, far down
-        assert fused_rank(engine, q.query, "tkt-2424")[1] == {"dense": 23, "keyword": 2} and "23rd" in q.why
-        assert "2nd" in q.why and "tie" in q.why
+        assert fused_rank(engine, q.query, "tkt-2424")[1] == {"dense": 23, "keyword": 1} and "23rd" in q.why
+        assert fused_rank(engine, q.query, "doc-errors-auth")[1]["keyword"] == 2 and "(2nd)" in q.why
     finally:
         engine.close()
     # The filtered query's table says it is filtered, and a relevant document missing from a table is located.

@@ -34,7 +34,7 @@ def test_from_texts_writes_the_cli_manifest_and_the_cli_can_search_it(tmp_path: 
     manifest = read_manifest(tmp_path / "idx")
     assert manifest["embedder"] == "hashing:16"
     assert manifest["dimension"] == 16
-    assert manifest["keyword_store"] == "fts5" and manifest["dense_store"] == "qdrant-edge"
+    assert manifest["keyword_store"] == "qdrant-edge" and manifest["dense_store"] == "qdrant-edge"  # the defaults
     assert manifest["doc_count"] == 3
     assert manifest["analyzer"]["stem"] == "porter"
     result = runner.invoke(app, ["search", "rockets", "-d", str(tmp_path / "idx"), "--json"])
@@ -138,12 +138,12 @@ def test_from_texts_refuses_a_folder_that_is_not_an_index(tmp_path: Path) -> Non
 
 
 def test_an_index_written_before_the_manifest_existed_is_adopted(tmp_path: Path) -> None:
-    with build(tmp_path, ids=["a", "b", "c"]):
+    with build(tmp_path, ids=["a", "b", "c"], keyword="fts5"):  # FTS5: the default of those days
         pass
     (tmp_path / MANIFEST_FILE).unlink()  # what from_texts(path=) wrote before it kept a manifest
     with EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path) as r:
         assert r.engine.count() == {"dense": 3, "keyword": 3}
-    assert read_manifest(tmp_path)["doc_count"] == 3
+    assert read_manifest(tmp_path)["doc_count"] == 3 and read_manifest(tmp_path)["keyword_store"] == "fts5"
 
 
 def test_another_process_with_another_dense_kind_is_refused(tmp_path: Path) -> None:
