@@ -15,7 +15,8 @@ HERE = Path(__file__).resolve().parent
 QUICKSTART = [
     new_markdown_cell("""# rrf-retriever quickstart: one retriever, both frameworks
 
-`EnsembleRRFRetriever` runs a dense search (MiniLM vectors in Qdrant) and a keyword search (BM25 in SQLite FTS5)
+`EnsembleRRFRetriever` runs a dense search (MiniLM vectors in Qdrant) and a keyword search (BM25 as Qdrant sparse
+vectors; SQLite FTS5 with `keyword="fts5"`)
 concurrently and fuses them with weighted Reciprocal Rank Fusion:
 `score(d) = sum_leg weight_leg / (rrf_k + rank_leg(d))`; the defaults (`rrf_k = 60`, keyword weight 1.25, dense 1)
 were chosen across five collections (`benchmarks/RESULTS.md`); the weight-tuning notebook fits them to your own
