@@ -1,10 +1,10 @@
 """The main job, ``make demo`` (= ``rrf-retriever demo``): hybrid retrieval on a shipped corpus, offline.
 
 It indexes the demo corpus (an invented product, Tidewell: docs, FAQs and support tickets) on the embedded
-defaults (MiniLM on onnxruntime, qdrant-edge for both legs: dense and BM25 sparse vectors) into a cache directory, runs the demo queries
-and shows, per result, its dense rank, keyword rank and fused score, with the relevant ids marked. Then it shows
-what a weight of 0 does (a document only the keyword leg found disappears) and a session-scoped query, and ends
-with one line: hits@1 for dense only, keyword only and hybrid.
+defaults (MiniLM on onnxruntime, qdrant-edge for both legs: dense and BM25 sparse vectors) into a cache
+directory, runs the demo queries and shows, per result, its dense rank, keyword rank and fused score, with the
+relevant ids marked. Then it shows what a weight of 0 does (a document only the keyword leg found disappears) and a
+session-scoped query, and ends with one line: hits@1 for dense only, keyword only and hybrid.
 
 A second run reuses the index when the corpus (sha256) and the document count match.
 
