@@ -47,21 +47,55 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
 import os
-import uuid
-import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreUnavailableError
-from rrf_retriever.text import Analyzer, as_analyzer, saved_config
+from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
+from rrf_retriever.layout_manifest import (
+    _EXTERNAL,
+    FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.layout import
+    JOURNAL_FILE,
+    MANIFEST_FILE,
+    MANIFEST_SETTINGS_KEY,  # noqa: F401
+    IndexDirectoryError,
+    _check_analyzer,
+    _check_manifest,
+    _claim_manifest,
+    _is_external,
+    _new_manifest,
+    read_manifest,
+    refresh_manifest,
+    save_manifest,
+    saved_settings,  # noqa: F401
+    with_saved_settings,
+)
+from rrf_retriever.layout_stores import (
+    _DENSE_DIRS,
+    _KEYWORD_PLACES,
+    BM25_DIR,
+    DEFAULT_COLLECTION,
+    DEFAULT_DENSE_STORE,  # noqa: F401
+    DEFAULT_KEYWORD_STORE,  # noqa: F401
+    JOINT_QDRANT,
+    KEYWORD_FILE,
+    KEYWORD_QDRANT_DIR,  # noqa: F401
+    KEYWORD_QDRANT_EDGE_DIR,  # noqa: F401
+    QDRANT_DIR,
+    QDRANT_EDGE_DIR,
+    describe_embedding,
+    embedder_spec,
+    make_dense_store,
+    make_embedding,
+    make_keyword_store,
+    make_qdrant_stores,
+    normalize_embedder_spec,
+)
+from rrf_retriever.text import Analyzer, as_analyzer
 
+# The manifest and the store halves of the layout live in layout_manifest / layout_stores (re-exported above).
 __all__ = [
     "BM25_DIR",
     "DEFAULT_COLLECTION",
@@ -87,242 +121,6 @@ __all__ = [
     "save_manifest",
 ]
 
-logger = logging.getLogger(__name__)
-
-MANIFEST_FILE = "rrf-index.json"
-KEYWORD_FILE = "keyword.sqlite3"
-BM25_DIR = "keyword-bm25"
-QDRANT_DIR = "qdrant"
-QDRANT_EDGE_DIR = "qdrant-edge"
-#: The stores of new indexes; an index records its own in the manifest (older ones: "fts5" and "qdrant").
-DEFAULT_KEYWORD_STORE = "qdrant-edge"
-DEFAULT_DENSE_STORE = "qdrant-edge"
-#: The sparse-vector BM25 keyword stores on Qdrant (their own folders: a qdrant-client path admits one client).
-KEYWORD_QDRANT_DIR = "keyword-qdrant"
-KEYWORD_QDRANT_EDGE_DIR = "keyword-qdrant-edge"
-_KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR, "qdrant": KEYWORD_QDRANT_DIR,
-                   "qdrant-edge": KEYWORD_QDRANT_EDGE_DIR}
-_DENSE_DIRS = {"qdrant": QDRANT_DIR, "qdrant-edge": QDRANT_EDGE_DIR}
-#: The engine's write-ahead journal: a batch interrupted by a crash is redone in both stores on the next open.
-JOURNAL_FILE = "journal.sqlite3"
-DEFAULT_COLLECTION = "rrf_retriever"
-FORMAT_VERSION = 1
-_REQUIRED_KEYS = ("format", "embedder", "collection", "created", "doc_count")
-_EXTERNAL = "external:"
-#: What an index directory may hold (hidden files, e.g. temporary ones, are ignored).
-_LAYOUT_ENTRIES = frozenset(
-    {MANIFEST_FILE, BM25_DIR, QDRANT_DIR, QDRANT_EDGE_DIR}
-    | {f"{name}{suffix}" for name in (KEYWORD_FILE, JOURNAL_FILE) for suffix in ("", "-wal", "-shm", "-journal")}
-)
-
-
-class IndexDirectoryError(StoreUnavailableError):
-    """An index directory is missing, incomplete, corrupt or does not match what was asked (another store kind,
-    another embedder); the message says which and what to do."""
-
-
-def make_embedding(spec: str) -> Any:
-    """Build the embedder an index names: ``"minilm"`` (offline all-MiniLM-L6-v2) or ``"hashing:<dim>"``.
-
-    ``"hashing"`` alone means ``"hashing:256"``. The hashing embedder is deterministic plumbing, not semantics.
-
-    Example:
-        >>> make_embedding("hashing:8").dimension
-        8
-    """
-    from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding
-
-    if spec == "minilm":
-        return MiniLMEmbedding(show_progress=False)
-    if spec == "minilm-int8":  # the int8 quantisation: another model as far as an index is concerned
-        return MiniLMEmbedding(show_progress=False, precision="int8")
-    if spec == "hashing" or spec.startswith("hashing:"):
-        raw = spec.partition(":")[2] or "256"
-        if not raw.isdigit() or not 1 <= int(raw) <= 65536:
-            msg = f"embedder {spec!r}: the hashing dimension must be an integer from 1 to 65536"
-            raise InvalidArgumentError(msg)
-        return HashingEmbedding(dim=int(raw))
-    msg = f"unknown embedder {spec!r}: use 'minilm', 'minilm-int8' or 'hashing:<dim>'"
-    raise InvalidArgumentError(msg)
-
-
-def normalize_embedder_spec(spec: str) -> str:
-    """Canonical spelling of an embedder spec (``"hashing"`` -> ``"hashing:256"``)."""
-    return "hashing:256" if spec == "hashing" else spec
-
-
-def embedder_spec(embedding: Any) -> str | None:
-    """The spec :func:`make_embedding` rebuilds ``embedding`` from, or None if it cannot (any other model).
-
-    Example:
-        >>> from rrf_retriever.embeddings import HashingEmbedding
-        >>> embedder_spec(HashingEmbedding(16)), embedder_spec(lambda texts: [[1.0] for _ in texts])
-        ('hashing:16', None)
-    """
-    from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding
-    from rrf_retriever.embeddings.frameworks import as_embedding
-
-    try:
-        adapter = as_embedding(embedding)
-    except RRFRetrieverError:
-        return None
-    if type(adapter) is HashingEmbedding:
-        return f"hashing:{adapter.dimension}"
-    if type(adapter) is MiniLMEmbedding:
-        precision = getattr(adapter, "precision", "fp32")
-        return "minilm" if precision == "fp32" else f"minilm-{precision}"
-    return None
-
-
-def describe_embedding(embedding: Any) -> dict[str, Any]:
-    """What the manifest records of an embedding: ``embedder`` (spec or None), ``embedder_class``,
-    ``embedder_model`` and ``dimension`` (None while unknown).
-
-    Example:
-        >>> from rrf_retriever.embeddings import HashingEmbedding
-        >>> describe_embedding(HashingEmbedding(8))["dimension"]
-        8
-    """
-    from rrf_retriever.embeddings.frameworks import as_embedding
-
-    adapter = as_embedding(embedding)
-    inner = getattr(adapter, "model", None) or getattr(adapter, "fn", None)
-    return {
-        "embedder": embedder_spec(adapter),
-        "embedder_class": type(inner if inner is not None else adapter).__name__,
-        "embedder_model": str(getattr(adapter, "model_id", None) or type(adapter).__name__),
-        "dimension": getattr(adapter, "dimension", None),
-    }
-
-
-def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and check ``rrf-index.json`` of an index directory.
-
-    Raises:
-        IndexDirectoryError: the directory or its manifest is missing or unreadable.
-    """
-    root = Path(path)
-    manifest_file = root / MANIFEST_FILE
-    if not root.is_dir():
-        msg = f"no index at {root}: the directory does not exist (build one with `rrf-retriever index`)"
-        raise IndexDirectoryError(msg)
-    if not manifest_file.is_file():
-        msg = f"no index at {root}: {MANIFEST_FILE} is missing (build one with `rrf-retriever index`)"
-        raise IndexDirectoryError(msg)
-    try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"corrupt index at {root}: {MANIFEST_FILE} is not valid JSON ({exc})"
-        raise IndexDirectoryError(msg) from exc
-    if not isinstance(manifest, dict) or any(key not in manifest for key in _REQUIRED_KEYS):
-        msg = f"corrupt index at {root}: {MANIFEST_FILE} lacks one of {list(_REQUIRED_KEYS)}"
-        raise IndexDirectoryError(msg)
-    if manifest["format"] != FORMAT_VERSION:
-        msg = f"index at {root} has format {manifest['format']!r}; this version reads format {FORMAT_VERSION}"
-        raise IndexDirectoryError(msg)
-    return manifest
-
-
-def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer: Any = None) -> Any:
-    """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root),
-    ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root), or BM25 as Qdrant sparse
-    vectors: ``"qdrant-edge"`` (``root/keyword-qdrant-edge/``) or ``"qdrant"`` (qdrant-client,
-    ``root/keyword-qdrant/``). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
-    ``analyzer`` (an :class:`~rrf_retriever.text.Analyzer`, or a language name: :func:`as_analyzer`) is the store's;
-    None: a new store's default, a reopened store's saved one.
-
-    Example:
-        >>> make_keyword_store("fts5", None).count()
-        0
-    """
-    analyzer = as_analyzer(analyzer)
-    if kind == "fts5":
-        from rrf_retriever.stores.fts5 import FTS5KeywordStore
-
-        if root is None:
-            return FTS5KeywordStore(":memory:", analyzer=analyzer)
-        Path(root).mkdir(parents=True, exist_ok=True)
-        return FTS5KeywordStore(Path(root) / KEYWORD_FILE, analyzer=analyzer)
-    if kind == "bm25":
-        from rrf_retriever.stores.bm25 import BM25KeywordStore
-
-        return BM25KeywordStore(path=None if root is None else Path(root) / BM25_DIR, analyzer=analyzer)
-    if kind == "qdrant-edge":
-        from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
-
-        folder = None if root is None else Path(root) / KEYWORD_QDRANT_EDGE_DIR
-        return QdrantEdgeKeywordStore(path=folder, analyzer=analyzer)
-    if kind == "qdrant":
-        from rrf_retriever.stores.qdrant import QdrantKeywordStore
-
-        if root is None:
-            return QdrantKeywordStore(location=":memory:", analyzer=analyzer)
-        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR, analyzer=analyzer)
-    msg = f"keyword must be one of {sorted(_KEYWORD_PLACES)} or a keyword store, got {kind!r}"
-    raise InvalidArgumentError(msg)
-
-
-def make_dense_store(
-    kind: str, embedding: Any, root: str | os.PathLike[str] | None, collection: str = DEFAULT_COLLECTION
-) -> Any:
-    """The dense store of the index layout: ``"qdrant-edge"`` (``root/qdrant-edge/``; a temporary folder without a
-    root) or ``"qdrant"`` (qdrant-client, ``root/qdrant/``; ``:memory:`` without a root).
-
-    Example:
-        >>> make_dense_store("faiss", None, None)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        rrf_retriever.errors.InvalidArgumentError: dense must be 'qdrant', 'qdrant-edge' ...
-    """
-    if kind not in _DENSE_DIRS:
-        msg = f"dense must be 'qdrant', 'qdrant-edge' or a dense store, got {kind!r}"
-        raise InvalidArgumentError(msg)
-    from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
-
-    folder = None if root is None else Path(root) / _DENSE_DIRS[kind]
-    if kind == "qdrant-edge":
-        return QdrantEdgeDenseStore(embedding, path=folder)  # no root: removed when closed or collected
-    if folder is None:
-        return QdrantDenseStore(embedding, location=":memory:", collection_name=collection)
-    return QdrantDenseStore(embedding, path=folder, collection_name=collection)
-
-
-#: Manifest value of ``qdrant_layout`` for an index whose two legs share one Qdrant collection.
-JOINT_QDRANT = "joint"
-
-
-def make_qdrant_stores(
-    keyword: str, dense: str, embedding: Any, root: str | os.PathLike[str] | None,
-    collection: str = DEFAULT_COLLECTION, *, url: str | None = None, location: str | None = None,
-    api_key: str | None = None, analyzer: Analyzer | None = None,
-) -> tuple[Any, Any] | None:
-    """The (keyword, dense) stores for ``keyword="qdrant", dense="qdrant"``: ONE collection holding both legs
-    (:class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`; its two views), on the server ``url``, else in
-    ``root/qdrant/`` (local mode), else in memory (``location``). None for any other pair of kinds. A server's
-    ``api_key`` defaults to the environment variable ``QDRANT_API_KEY``.
-
-    Example:
-        >>> from rrf_retriever.embeddings import HashingEmbedding
-        >>> keyword, dense = make_qdrant_stores("qdrant", "qdrant", HashingEmbedding(8), None)
-        >>> keyword.store is dense.store
-        True
-    """
-    if keyword != "qdrant" or dense != "qdrant":
-        return None
-    from rrf_retriever.stores.qdrant import QdrantHybridStore
-
-    if url is not None:  # the key from QDRANT_API_KEY unless given: it is never written to the manifest
-        api_key = api_key if api_key is not None else os.environ.get("QDRANT_API_KEY") or None
-        store = QdrantHybridStore(embedding, url=url, api_key=api_key, collection_name=collection, analyzer=analyzer)
-    elif root is not None:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        store = QdrantHybridStore(embedding, path=Path(root) / QDRANT_DIR, collection_name=collection,
-                                  analyzer=analyzer)
-    else:
-        store = QdrantHybridStore(embedding, location=location or ":memory:", collection_name=collection,
-                                  analyzer=analyzer)
-    return store.keyword, store.dense
-
 
 def _kind(store: Any, role: str) -> str | None:
     """The manifest's name for a store: the kind string itself (checked), ``external:<Class>`` for an object,
@@ -336,10 +134,6 @@ def _kind(store: Any, role: str) -> str | None:
             raise InvalidArgumentError(msg)
         return store
     return f"{_EXTERNAL}{type(store).__name__}"
-
-
-def _is_external(kind: str) -> bool:
-    return kind.startswith(_EXTERNAL)
 
 
 @dataclass
@@ -462,130 +256,6 @@ def open_stores(
     return IndexStores(root, manifest, keyword_store, dense_store, created, tuple(owned))
 
 
-def _check_analyzer(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> None:
-    """Refuse an analyzer other than the one the index was built with (its terms would not match the queries')."""
-    saved = manifest.get("analyzer")
-    if analyzer is not None and isinstance(saved, dict) and analyzer.config() != saved_config(saved):
-        msg = (f"the index at {root} was indexed with another analyzer (language {saved.get('language') or 'english'}"
-               f", stem {saved.get('stem')!r}); pass analyzer=None to use its own, or use another directory")
-        raise IndexDirectoryError(msg)
-
-
-def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind: str | None,
-                  collection: str | None) -> dict[str, Any]:
-    """The manifest of a new index (or of a manifest-less folder of layout entries, which is adopted)."""
-    entries = {p.name for p in root.iterdir() if not p.name.startswith(".")} if root.is_dir() else set()
-    foreign = sorted(entries - _LAYOUT_ENTRIES)
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        msg = (f"cannot create an index at {root}: the directory is not empty and holds no {MANIFEST_FILE} "
-               f"({shown}); use an empty or new directory")
-        raise IndexDirectoryError(msg)
-    if keyword_kind is None:
-        # an older folder without a manifest keeps the store it holds (FTS5 was the default before)
-        keyword_kind = ("fts5" if KEYWORD_FILE in entries else "bm25" if BM25_DIR in entries
-                        else DEFAULT_KEYWORD_STORE)
-    if dense_kind is None:
-        dense_kind = "qdrant" if QDRANT_DIR in entries and QDRANT_EDGE_DIR not in entries else DEFAULT_DENSE_STORE
-    now = _now()
-    analyzer = None
-    if not _is_external(keyword_kind):
-        from rrf_retriever.text import default_analyzer
-
-        analyzer = default_analyzer().config()  # the layout's keyword stores use the default analyzer
-    return {
-        "format": FORMAT_VERSION,
-        **describe_embedding(adapter),
-        "collection": collection or DEFAULT_COLLECTION,
-        "keyword_store": keyword_kind,
-        "dense_store": dense_kind,
-        "analyzer": analyzer,
-        "created": now,
-        "updated": now,
-        "doc_count": 0,
-    }
-
-
-def _claim_manifest(root: Path, manifest: dict[str, Any]) -> bool:
-    """Write the manifest only if there is none (atomically: a reader never sees half). False if another
-    process got there first."""
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{MANIFEST_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    try:
-        os.link(tmp, root / MANIFEST_FILE)  # fails if the manifest exists: the first creator wins
-    except FileExistsError:
-        return False
-    except OSError:  # a filesystem without hard links: exclusive create instead
-        try:
-            fd = os.open(root / MANIFEST_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(tmp.read_text(encoding="utf-8"))
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-    return True
-
-
-def _check_manifest(root: Path, manifest: dict[str, Any], keyword_kind: str | None, dense_kind: str | None,
-                    collection: str | None, adapter: Any) -> None:
-    """Refuse what would not match the index: another store kind, collection, embedder or dimension."""
-    for role, asked, key, default in (("keyword", keyword_kind, "keyword_store", "fts5"),
-                                      ("dense", dense_kind, "dense_store", "qdrant")):
-        kind = manifest.get(key, default)
-        if asked is not None and asked != kind:
-            hint = (f"pass {role}={kind!r} or nothing" if not _is_external(kind)
-                    else f"pass the same kind of {role} store object ({kind[len(_EXTERNAL):]})")
-            msg = (f"the index at {root} keeps its {role} store as {kind!r}, not {asked!r}: {hint} "
-                   "(or use another directory)")
-            raise IndexDirectoryError(msg)
-        if asked is None and _is_external(kind):
-            msg = (f"the index at {root} was built with an external {role} store ({kind[len(_EXTERNAL):]}); "
-                   f"pass that store again as {role}=")
-            raise IndexDirectoryError(msg)
-        place = _KEYWORD_PLACES.get(kind) if role == "keyword" else _DENSE_DIRS.get(kind)
-        if place is None and not _is_external(kind):
-            msg = f"corrupt index at {root}: unknown {role} store {kind!r} in {MANIFEST_FILE}"
-            raise IndexDirectoryError(msg)
-        if manifest.get("qdrant_layout") == JOINT_QDRANT:  # one collection: in qdrant/, or on the server
-            place = None if manifest.get("qdrant_url") else QDRANT_DIR
-        if place is not None and manifest["doc_count"] > 0 and not (root / place).exists():
-            msg = f"corrupt index at {root}: its {role} store {place} is missing"
-            raise IndexDirectoryError(msg)
-    if collection is not None and collection != manifest["collection"]:
-        msg = f"the index at {root} uses the collection {manifest['collection']!r}, not {collection!r}"
-        raise IndexDirectoryError(msg)
-    _check_embedding(root, manifest, adapter)
-
-
-def _check_embedding(root: Path, manifest: dict[str, Any], adapter: Any) -> None:
-    expected = manifest.get("dimension")
-    if expected is not None:
-        dim = getattr(adapter, "dimension", None)
-        if dim is None:  # an embedding that does not announce its dimension: embed one probe text
-            try:
-                dim = len(adapter.embed_query("rrf-retriever dimension check"))
-            except RRFRetrieverError as exc:
-                warnings.warn(f"could not check the embedding against the index at {root}: {exc}", stacklevel=4)
-        if dim is not None and dim != expected:
-            msg = (f"the index at {root} holds vectors of dimension {expected} "
-                   f"({manifest.get('embedder') or manifest.get('embedder_model')}), but this embedding "
-                   f"({getattr(adapter, 'model_id', type(adapter).__name__)}) gives dimension {dim}; use the "
-                   "embedding the index was built with")
-            raise IndexDirectoryError(msg)
-    then, now = manifest.get("embedder"), embedder_spec(adapter)
-    if then is not None and now is not None and then != now:
-        msg = f"the index at {root} was built with embedder {then!r}, not {now!r}; use the same one or another " \
-              "directory"
-        raise IndexDirectoryError(msg)
-    model = manifest.get("embedder_model")
-    if then is None and model is not None and model != getattr(adapter, "model_id", model):
-        warnings.warn(f"the index at {root} was built with the embedding model {model!r}, this one is "
-                      f"{adapter.model_id!r} (same dimension): check it is the same model", stacklevel=4)
-
-
 def create_index(
     path: str | os.PathLike[str],
     *,
@@ -637,36 +307,6 @@ def create_index(
     stores = open_stores(root, adapter, collection=collection, analyzer=analyzer, keyword=keyword, dense=dense,
                          url=url)
     return _engine(stores, settings)
-
-
-#: The manifest key holding settings chosen for this index (``tune``): the next open uses them.
-MANIFEST_SETTINGS_KEY = "settings"
-_SAVED_FIELDS = ("fusion", "rrf_k", "weights", "fetch_k")
-
-
-def saved_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine keywords a manifest's saved ``settings`` hold (for ``open_index``; unknown keys dropped).
-
-    Example:
-        >>> saved_settings({"settings": {"rrf_k": 20.0, "fetch_k": None, "other": 1}})
-        {'rrf_k': 20.0, 'fetch_k': None}
-    """
-    saved = manifest.get(MANIFEST_SETTINGS_KEY) or {}
-    return {k: saved[k] for k in _SAVED_FIELDS if k in saved} if isinstance(saved, Mapping) else {}
-
-
-def with_saved_settings(manifest: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` over the manifest's saved ones (explicit keywords win; weights merge per source).
-
-    Example:
-        >>> with_saved_settings({"settings": {"rrf_k": 20.0, "weights": {"keyword": 0.5}}}, {"weights": {"dense": 2}})
-        {'rrf_k': 20.0, 'weights': {'keyword': 0.5, 'dense': 2}}
-    """
-    saved = saved_settings(manifest)
-    merged = {**saved, **settings}
-    if isinstance(saved.get("weights"), Mapping) and isinstance(settings.get("weights"), Mapping):
-        merged["weights"] = {**saved["weights"], **settings["weights"]}
-    return merged
 
 
 def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
@@ -731,55 +371,3 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
         msg = f"cannot open the index at {root}: {exc}"
         raise IndexDirectoryError(msg) from exc
     return _engine(stores, settings)
-
-
-def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra: Any) -> dict[str, Any]:
-    """Bring the manifest up to date with the stores: doc count (from the stores' real counts), the dense
-    dimension once known, and ``extra`` keys. Writes only if something changed. Never raises on stores that
-    disagree (an interrupted write the journal could not redo): it logs it and records the smaller count.
-    """
-    root = Path(path)
-    manifest = read_manifest(root)
-    counts = engine.count()
-    if len(set(counts.values())) > 1:
-        logger.warning("index at %s: the stores disagree on the document count %s", root, counts)
-    new = dict(manifest)
-    new.update(extra)
-    new["doc_count"] = min(counts.values(), default=0)
-    dense = getattr(engine.legs.get("dense"), "store", None)
-    if new.get("dimension") is None and getattr(dense, "dimension", None) is not None:
-        new["dimension"] = dense.dimension
-    keyword = getattr(engine.legs.get("keyword"), "store", None)
-    if new.get("analyzer") is None and hasattr(keyword, "analyzer"):
-        with contextlib.suppress(Exception):
-            new["analyzer"] = keyword.analyzer.config()
-    if new != manifest:
-        new["updated"] = _now()
-        _write_manifest(root, new)
-    return new
-
-
-def save_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra: Any) -> dict[str, Any]:
-    """Refresh the manifest after writes: doc count, update time, and any ``extra`` keys (e.g. a corpus hash).
-
-    Raises:
-        IndexDirectoryError: the stores disagree on the document count (a write was interrupted).
-    """
-    counts = engine.count()
-    if len(set(counts.values())) > 1:
-        msg = f"index at {path} is inconsistent: document counts per store {counts}; re-run the indexing"
-        raise IndexDirectoryError(msg)
-    manifest = refresh_manifest(path, engine, **extra)
-    if manifest.get("updated") is None:  # pragma: no cover - every manifest has one
-        manifest["updated"] = _now()
-    return manifest
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:
-    tmp = root / f".{MANIFEST_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(root / MANIFEST_FILE)  # atomic: a reader sees the old or the new manifest, never half
