@@ -148,6 +148,7 @@ def big_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
         store.close()
 
 
+@pytest.mark.slow  # 4 x 150 examples; make test-fast keeps the closed-form 2**53 cases (test_qdrant_filters.py)
 @pytest.mark.parametrize("kind", ["local", "edge-noindex", "edge-float-index", "edge-integer-index"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_big_cases())
@@ -200,6 +201,7 @@ _NUMBERS = st.one_of(st.integers(-60, 60), st.integers(-60, 60).map(float), st.s
                      st.sampled_from(["1", True, False]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["local", "edge-noindex", "edge-float-index"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wanted=st.lists(st.integers(-60, 60), min_size=0, max_size=40, unique=True),
