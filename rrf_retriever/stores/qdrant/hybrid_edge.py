@@ -1,8 +1,9 @@
 """:class:`QdrantEdgeHybridStore`: both legs in one qdrant-edge shard (a named dense vector and the BM25 sparse
 vector on every point). The scheme is :mod:`rrf_retriever.stores.qdrant.hybrid`'s; the directory lock, lifecycle
-and shard calls are the edge stores' own, reused. qdrant-edge has no batch query: :meth:`search_batch` runs the
-legs one after the other under the store's lock (one call from the engine, no thread per leg; the shard keeps
-the GIL while it searches anyway). The meta file ``rrf_store.json`` holds the dimension, the BM25 settings and
+and shard calls are the edge stores' own, reused. :meth:`search_batch` runs the legs one after the other under
+the store's lock (one call from the engine, no thread per leg; the shard keeps the GIL while it searches anyway).
+qdrant-edge 0.9 also has ``EdgeShard.query_batch``; in-process it would save one call crossing per leg, not used
+and not measured. The meta file ``rrf_store.json`` holds the dimension, the BM25 settings and
 ``"vectors": "dense+bm25"``.
 """
 
