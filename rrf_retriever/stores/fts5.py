@@ -43,9 +43,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreUnavailableError
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUnavailableError
 from rrf_retriever.languages import words
 from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter, normalize_scope
+from rrf_retriever.stores import fts5_schema as schema
 from rrf_retriever.stores import fts5_sql as sql
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.sqlite_pool import Connection, SQLiteConnections
@@ -184,95 +185,24 @@ class FTS5KeywordStore(StoreBase):
 
     def _init_schema(self, analyzer: Analyzer | None) -> Analyzer:
         sql.check_analyzer(analyzer)
-        meta = self.tables.meta
         with self._db.write("create its tables") as conn:
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            saved = dict(conn.execute(f"SELECT key, value FROM {meta}").fetchall())
+            saved = schema.read_saved(conn, self.tables)
             if saved:
-                self._migrate(conn, saved)
+                schema.migrate(conn, self.table, self.tables, self.path, saved)
                 self.schema_version = sql.SCHEMA_VERSION
                 return self._check_saved(saved, analyzer)
             chosen = analyzer or default_analyzer()
-            for statement in sql.schema_sql(self.table, self.fields, sql.tokenizer_for(chosen)):
-                conn.execute(statement)
-            conn.executemany(
-                f"INSERT INTO {meta} (key, value) VALUES (?, ?)",
-                [
-                    ("schema_version", str(sql.SCHEMA_VERSION)),
-                    ("analyzer", json.dumps(chosen.config(), sort_keys=True)),
-                    ("fields", json.dumps(list(self.fields))),
-                    ("field_weights", json.dumps(self.field_weights, sort_keys=True)),
-                    ("count", "0"),
-                ],
-            )
+            schema.create(conn, self.table, self.tables, self.fields, self.field_weights, chosen)
             self.schema_version = sql.SCHEMA_VERSION
             return chosen
 
-    def _migrate(self, conn: sqlite3.Connection, saved: dict[str, str]) -> None:
-        """Bring an index of an older schema to :data:`SCHEMA_VERSION`, inside the open transaction."""
-        t = self.tables
-        if saved.get("schema_version") in ("1", "2"):
-            # Schema 1's scope table had NUMERIC affinity ("042" was stored as 42), schema 2's lacked the presence
-            # rows of $exists: rebuild it from the JSON (the documents themselves are untouched).
-            conn.execute(f"DROP TABLE {t.scope}")
-            for statement in sql.scope_table_sql(self.table):
-                conn.execute(statement)
-            last = 0
-            while rows := conn.execute(
-                f"SELECT rowid, metadata FROM {t.docs} WHERE rowid > ? ORDER BY rowid LIMIT 1000", (last,)
-            ).fetchall():
-                try:
-                    scope = [(r, *row) for r, meta in rows for row in sql.scope_rows(json.loads(meta))]
-                except (ValueError, TypeError, AttributeError) as exc:
-                    msg = f"cannot migrate {self.path!r}: a stored metadata is not a JSON object ({exc})"
-                    raise StoreError(msg) from exc
-                conn.executemany(f"INSERT INTO {t.scope} (doc, key, vtype, value) VALUES (?, ?, ?, ?)", scope)
-                last = rows[-1][0]
-            saved["schema_version"] = str(sql.SCHEMA_VERSION)
-            conn.execute(f"UPDATE {t.meta} SET value = ? WHERE key = 'schema_version'", (saved["schema_version"],))
-        if saved.get("schema_version") != str(sql.SCHEMA_VERSION):
-            msg = f"{self.path!r} holds an FTS5 store of schema {saved.get('schema_version')}, not {sql.SCHEMA_VERSION}"
-            raise StoreError(msg)
-
-    def _parse_saved(self, saved: dict[str, str]) -> tuple[tuple[str, ...], dict[str, float], Analyzer]:
-        """The saved fields, field weights and analyzer; a row that is not what this store wrote is reported."""
-        key = "fields"
-        try:
-            fields = tuple(sql.check_fields(json.loads(saved["fields"])))
-            # Stores written before weights were saved ranked with 1.0 per field unless told otherwise.
-            key = "field_weights"
-            weights = sql.check_field_weights(json.loads(saved.get("field_weights", "{}")), list(fields))
-            key = "analyzer"
-            config = json.loads(saved["analyzer"])
-            if not isinstance(config, dict):
-                msg = "not a JSON object"
-                raise TypeError(msg)
-            saved_analyzer = Analyzer.from_config(config)
-            key = "count"
-            int(saved["count"])
-        except (KeyError, TypeError, ValueError) as exc:  # our InvalidArgumentError / InvalidTypeError are these too
-            msg = f"{self.path!r} is corrupt: its saved {key!r} is unreadable ({exc}); rebuild the index"
-            raise StoreError(msg) from exc
-        return fields, weights, saved_analyzer
-
     def _check_saved(self, saved: dict[str, str], analyzer: Analyzer | None) -> Analyzer:
-        saved_fields, saved_weights, saved_analyzer = self._parse_saved(saved)
-        if self._fields_given and saved_fields != self.fields:
-            msg = f"{self.path!r} was built with fields {list(saved_fields)}, not {list(self.fields)}"
-            raise InvalidArgumentError(msg)
-        if self._requested_weights is not None:
-            saved_weights = sql.check_field_weights(self._requested_weights, list(saved_fields))
+        fields = self.fields if self._fields_given else None
+        saved_fields, saved_weights, chosen = schema.check_saved(
+            saved, analyzer, self.path, fields, self._requested_weights
+        )
         self._set_fields(saved_fields, saved_weights)
-        config = saved_analyzer.config()
-        if analyzer is None:
-            return saved_analyzer
-        if analyzer.config() != config:
-            msg = (
-                f"{self.path!r} was indexed with another analyzer ({config}); open it with analyzer=None "
-                "to use the saved one, or rebuild the index"
-            )
-            raise InvalidArgumentError(msg)
-        return analyzer
+        return chosen
 
     # ------------------------------------------------------------------ writes
 
