@@ -21,13 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["HybridDenseView", "HybridKeywordView"]
 
 
-class HybridDenseView(StoreBase):
-    """The dense leg of a joint collection (a :class:`~rrf_retriever.stores.base.DenseStore`): its writes write
-    both vectors in one upsert, its searches are the dense leg's."""
+class _JointView(StoreBase):
+    """What both views share: the joint store behind them, its GIL and batch group, count, listing and closing."""
 
     def __init__(self, store: QdrantHybridBase) -> None:
         self.store = store
-        self.embedding = store.embedding
 
     @property
     def holds_gil(self) -> bool:  # type: ignore[override]
@@ -37,6 +35,31 @@ class HybridDenseView(StoreBase):
     def batch_group(self) -> QdrantHybridBase:
         """Legs whose stores share this object run as one request (:meth:`QdrantHybridBase.search_batch`)."""
         return self.store
+
+    def count(self) -> int:
+        return self.store.count()
+
+    def ids_matching(self, filter: FilterSpec | None = None, limit: int | None = None) -> list[str]:
+        """Every stored id the filter matches, sorted (``delete_where``, LlamaIndex ``delete_ref_doc``)."""
+        return self.store.ids_matching(filter, limit)
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
+        return self.store.search_batch(requests)
+
+    async def asearch_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
+        return await self.store.asearch_batch(requests)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class HybridDenseView(_JointView):
+    """The dense leg of a joint collection (a :class:`~rrf_retriever.stores.base.DenseStore`): its writes write
+    both vectors in one upsert, its searches are the dense leg's."""
+
+    def __init__(self, store: QdrantHybridBase) -> None:
+        super().__init__(store)
+        self.embedding = store.embedding
 
     @property
     def dimension(self) -> int | None:
@@ -63,13 +86,6 @@ class HybridDenseView(StoreBase):
         """The stored dense vectors of ``ids`` (``{id: vector}``, unknown ids absent), for the diversity stage."""
         return {r.id: list(r.vector) for r in self.store.get(ids, with_vectors=True) if r.vector is not None}
 
-    def count(self) -> int:
-        return self.store.count()
-
-    def ids_matching(self, filter: FilterSpec | None = None, limit: int | None = None) -> list[str]:
-        """Every stored id the filter matches, sorted (``delete_where``, LlamaIndex ``delete_ref_doc``)."""
-        return self.store.ids_matching(filter, limit)
-
     def search(self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None,
                exclude_ids: ExcludeIds = None) -> list[Hit]:
         return self.store.search(vector, limit, filter, exclude_ids)
@@ -78,40 +94,23 @@ class HybridDenseView(StoreBase):
                       exclude_ids: ExcludeIds = None) -> list[Hit]:
         return await self.store.asearch(vector, limit, filter, exclude_ids)
 
-    def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
-        return self.store.search_batch(requests)
-
-    async def asearch_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
-        return await self.store.asearch_batch(requests)
-
-    def close(self) -> None:
-        self.store.close()
-
     def __repr__(self) -> str:
         return f"{self.store!r}.dense"
 
 
-class HybridKeywordView(StoreBase):
+class HybridKeywordView(_JointView):
     """The keyword leg of a joint collection (a :class:`~rrf_retriever.stores.base.KeywordStore`). Its ``add`` and
     ``delete`` do nothing: the dense view writes both vectors (``writes_through``), and an engine refuses this view
     without it."""
 
     def __init__(self, store: QdrantHybridBase) -> None:
-        self.store = store
+        super().__init__(store)
         #: The store that carries this view's writes; the engine requires it among the sources.
         self.writes_through = store.dense
 
     @property
     def analyzer(self) -> Analyzer:
         return self.store.analyzer  # read each time: reopening a collection adopts its saved analyzer
-
-    @property
-    def holds_gil(self) -> bool:  # type: ignore[override]
-        return bool(self.store.holds_gil)
-
-    @property
-    def batch_group(self) -> QdrantHybridBase:
-        return self.store
 
     def add(self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None) -> None:
         """Nothing: the dense view's write wrote this leg too (one upsert)."""
@@ -128,13 +127,6 @@ class HybridKeywordView(StoreBase):
     def get(self, ids: Sequence[str]) -> list[Record]:
         return self.store.get(ids)
 
-    def count(self) -> int:
-        return self.store.count()
-
-    def ids_matching(self, filter: FilterSpec | None = None, limit: int | None = None) -> list[str]:
-        """Every stored id the filter matches, sorted (the same points as the dense view's)."""
-        return self.store.ids_matching(filter, limit)
-
     def search(self, query: str, limit: int, filter: FilterSpec | None = None,
                exclude_ids: ExcludeIds = None) -> list[Hit]:
         return self.store.keyword_search(query, limit, filter, exclude_ids)
@@ -142,15 +134,6 @@ class HybridKeywordView(StoreBase):
     async def asearch(self, query: str, limit: int, filter: FilterSpec | None = None,  # type: ignore[override]
                       exclude_ids: ExcludeIds = None) -> list[Hit]:
         return await self.store.akeyword_search(query, limit, filter, exclude_ids)
-
-    def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
-        return self.store.search_batch(requests)
-
-    async def asearch_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
-        return await self.store.asearch_batch(requests)
-
-    def close(self) -> None:
-        self.store.close()
 
     def __repr__(self) -> str:
         return f"{self.store!r}.keyword"
