@@ -51,8 +51,6 @@ from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidFilterError,
     InvalidTypeError,
-    RRFRetrieverError,
-    StoreError,
 )
 from rrf_retriever.scope import FilterSpec, normalize_filter
 from rrf_retriever.stores.base import VectorSource
@@ -479,21 +477,9 @@ class HybridEngine:
             raise InvalidFilterError(msg)
         with self._writes.lock:
             self._check_open()
-            found: dict[str, None] = {}  # insertion-ordered set: the delete (and its journal entry) is reproducible
-            for name, leg in self._writes.legs:
-                ids_matching = getattr(leg.store, "ids_matching", None)  # part of our stores, maybe not of others
-                if ids_matching is None:
-                    msg = f"store {name!r} ({type(leg.store).__name__}) cannot list documents by filter; delete by ids"
-                    raise StoreError(msg)
-                try:
-                    found.update(dict.fromkeys(ids_matching(flt)))
-                except RRFRetrieverError:
-                    raise
-                except Exception as exc:
-                    msg = f"listing the documents to delete in store {name!r} failed: {type(exc).__name__}: {exc}"
-                    raise StoreError(msg) from exc
+            found = self._writes.ids_matching(flt)
             if found:
-                self._writes.delete(list(found))
+                self._writes.delete(found)
             return len(found)
 
     async def adelete_where(self, filter: FilterSpec) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
+from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import Record
 from rrf_retriever.validate import check_ids, validate_batch
 
@@ -131,6 +132,27 @@ class WriteUnit:
         with self.lock:
             self._apply("delete", id_list, lambda leg: leg.delete(id_list),
                         lambda: self._journal_begin("delete", id_list), "deleting failed")
+
+    def ids_matching(self, flt: Any) -> list[str]:
+        """Every id whose metadata matches the normalized filter ``flt``, in ANY writable store (the union, so a
+        document present in only some stores is found), in a reproducible order. Call it under :attr:`lock`.
+
+        Raises:
+            StoreError: a store cannot list its documents by filter (no ``ids_matching``), or listing failed.
+        """
+        found: dict[str, None] = {}  # insertion-ordered set: the delete (and its journal entry) is reproducible
+        for name, leg in self._legs:
+            if not isinstance(leg.store, IdsMatching):
+                msg = f"store {name!r} ({type(leg.store).__name__}) cannot list documents by filter; delete by ids"
+                raise StoreError(msg)
+            try:
+                found.update(dict.fromkeys(leg.store.ids_matching(flt)))
+            except RRFRetrieverError:
+                raise
+            except Exception as exc:
+                msg = f"listing the documents to delete in store {name!r} failed: {type(exc).__name__}: {exc}"
+                raise StoreError(msg) from exc
+        return list(found)
 
     def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str) -> None:
         # An entry still pending here was left by an interrupted rollback in this process: complete it BEFORE this
