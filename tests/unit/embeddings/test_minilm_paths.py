@@ -161,6 +161,34 @@ def test_int8_graph_is_built_once_and_cached(int8_model: MiniLMEmbedding, tmp_pa
     assert np.allclose(second.embed_query("cache"), int8_model.embed_query("cache"), atol=1e-6)
 
 
+@pytest.mark.slow  # two quantisations at once into a fresh cache directory
+def test_two_first_uses_at_once_build_one_whole_int8_graph(int8_model: MiniLMEmbedding, tmp_path: Path) -> None:
+    """Two threads that both find no cached int8 graph: each quantises into its own temporary file and renames it
+    over the target, so both end with a whole graph, one file is left, and no temporary file."""
+    import threading
+
+    models: list[MiniLMEmbedding] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def first_use() -> None:
+        start.wait()
+        try:
+            models.append(MiniLMEmbedding(precision="int8", cache_dir=tmp_path))
+        except BaseException as exc:  # collected: the assertion below names it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_use) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(models) == 2
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    for model in models:
+        assert np.allclose(model.embed_query("race"), int8_model.embed_query("race"), atol=1e-6)
+
+
 @pytest.mark.slow  # the int8 model and two index opens
 def test_int8_identity_in_the_manifest(int8_model: MiniLMEmbedding, minilm: MiniLMEmbedding, tmp_path: Path) -> None:
     assert embedder_spec(int8_model) == "minilm-int8" and embedder_spec(minilm) == "minilm"
