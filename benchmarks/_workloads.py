@@ -26,8 +26,8 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 DIM = 32
@@ -92,7 +92,8 @@ def scope_corpus(rng: random.Random, size: int, sessions: int) -> list[tuple[str
 
 def _allowed(meta: dict[str, Any], flt: dict[str, Any]) -> bool:
     """The reference semantics (``scope.matches``): typed equality, "42" is never 42 nor "042"."""
-    from rrf_retriever.scope import matches, normalize_filter
+    from rrf_retriever.scope.parse import normalize_filter
+    from rrf_retriever.scope.tree import matches
 
     return matches(meta, normalize_filter(flt))
 
@@ -495,7 +496,7 @@ def run_fuzz(examples_per_target: int, seed: int = 0) -> dict[str, Any]:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
-    from rrf_retriever.text import build_match_query
+    from rrf_retriever.analysis.analyzer import build_match_query
 
     state = FuzzState()
     s = fuzz_strategies()

@@ -7,7 +7,7 @@ Compares, on the same metadata (``session_id = i % 100``, ``n = i % 1000``, ``ta
 
 * ``dict-masks``: the shorthand-only mask the store used before the full filter language (the positions of
   each ``(key, type, value)`` OR-ed per key, AND-ed across keys), re-implemented here as the baseline;
-* ``ScopeIndex``: today's compiled mask (:class:`rrf_retriever.stores.bm25_scope.ScopeIndex`) for the same
+* ``ScopeIndex``: today's compiled mask (:class:`rrf_retriever.stores.bm25.scope.ScopeIndex`) for the same
   shorthand filter and for range / ``$not`` / ``$or`` / ``$exists`` filters the old form could not express;
 * ``matches`` per document: the reference evaluator called once per document (what the mask avoids).
 
@@ -47,8 +47,9 @@ def _median_ms(fn: Any, reps: int) -> float:
 def main() -> None:
     import numpy as np
 
-    from rrf_retriever.scope import matches, normalize_filter, scope_key
-    from rrf_retriever.stores.bm25_scope import ScopeIndex
+    from rrf_retriever.scope.parse import normalize_filter
+    from rrf_retriever.scope.tree import matches, scope_key
+    from rrf_retriever.stores.bm25.scope import ScopeIndex
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=100_000)

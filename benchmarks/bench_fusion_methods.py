@@ -22,7 +22,7 @@ from _data import RESULTS, Bundle, PrecomputedEmbedding, load_bundle
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K
 from rrf_retriever.evaluation import evaluate
 from rrf_retriever.fusion import distribution_based_score_fusion, relative_score_fusion, weighted_rrf
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 from rrf_retriever.types import Hit
 

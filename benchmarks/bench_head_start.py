@@ -26,7 +26,7 @@ from _data import RESULTS, PrecomputedEmbedding
 from bench_hybrid_speed import synthetic
 
 from rrf_retriever.engine import HeadStart, HybridEngine
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 

@@ -37,8 +37,8 @@ from _data import RESULTS, Bundle, PrecomputedEmbedding, load_bundle
 
 from rrf_retriever.evaluation import evaluate
 from rrf_retriever.retriever import EnsembleRRFRetriever
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 
 DEPTH = 100

@@ -101,8 +101,8 @@ _STORES: dict[str, Any] = {}  # leg stores shared by the legs-alone and the hybr
 def build(name: str, c: dict[str, Any], tmp: Path) -> tuple[Search, Any]:
     """One system over corpus ``c``: returns (search, handle kept alive). Hybrids reuse the legs' stores."""
     from rrf_retriever.retriever import EnsembleRRFRetriever
-    from rrf_retriever.stores.bm25 import BM25KeywordStore
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.bm25.store import BM25KeywordStore
+    from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
     ids, texts, vectors = c["ids"], c["texts"], c["vectors"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 

@@ -22,10 +22,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.evaluation import doc_text, evaluate, load_beir
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.text import Analyzer
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 DATA = ROOT.parent / "shared" / "data"
 PUBLISHED = {"scifact": 0.679, "arguana": 0.414}  # Lucene BM25 (flat / multifield best), BASELINES.md

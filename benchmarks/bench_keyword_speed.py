@@ -75,8 +75,8 @@ def make_corpus(n_docs: int, seed: int = 7) -> tuple[list[str], list[str], list[
 def run_one(store_name: str, n_docs: int) -> dict[str, Any]:
     import numpy as np
 
-    from rrf_retriever.stores.bm25 import BM25KeywordStore
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.bm25.store import BM25KeywordStore
+    from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
     ids, texts, metas, queries = make_corpus(n_docs)
     base_rss = _rss_mb()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 

@@ -34,11 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.evaluation import doc_text, evaluate, load_beir
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
-from rrf_retriever.text import Analyzer
 
 DATA = ROOT / "benchmarks" / "data" / "multilingual"
 OUT = ROOT / "benchmarks" / "results" / "multilingual.json"

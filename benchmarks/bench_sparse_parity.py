@@ -39,12 +39,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rrf_retriever.analysis.analyzer import default_analyzer
 from rrf_retriever.evaluation import doc_text, evaluate, load_beir
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
 from rrf_retriever.stores.qdrant.keyword import term_id
-from rrf_retriever.text import default_analyzer
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "results" / "sparse_parity.json"

@@ -33,8 +33,8 @@ from _data import RESULTS, Bundle, load_bundle
 
 from rrf_retriever.evaluation import evaluate, remove_identical_ids
 from rrf_retriever.fusion import weighted_rrf
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 from rrf_retriever.types import Hit
 

@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from integrations._corpus import NOTES
 from rrf_retriever.apps.service import API_KEY_ENV, create_app
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 

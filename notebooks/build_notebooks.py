@@ -140,7 +140,7 @@ for qid in ("q01", "q17", "q39", "q48"):
     print(f"  {qid} [{kinds[qid]}] {queries[qid]['text']!r} filter={queries[qid].get('filter')} -> {qrels[qid]}")"""),
     new_code_cell("""from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import MiniLMEmbedding, cached_embed_documents, default_cache_dir
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 
 embedding = MiniLMEmbedding()

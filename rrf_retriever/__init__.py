@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rrf_retriever.analysis.analyzer import Analyzer, build_match_query, tokenize
     from rrf_retriever.embeddings import (
         EmbeddingAdapter,
         HashingEmbedding,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
         QdrantEdgeKeywordStore,
         QdrantKeywordStore,
     )
-    from rrf_retriever.text import Analyzer, build_match_query, tokenize
     from rrf_retriever.types import FusedHit, Hit, Record
 
 _LAZY: dict[str, str] = {
@@ -63,9 +63,9 @@ _LAZY: dict[str, str] = {
     "relative_score_fusion": "rrf_retriever.fusion",
     "distribution_based_score_fusion": "rrf_retriever.fusion",
     "normalize_scores": "rrf_retriever.fusion",
-    "Analyzer": "rrf_retriever.text",
-    "build_match_query": "rrf_retriever.text",
-    "tokenize": "rrf_retriever.text",
+    "Analyzer": "rrf_retriever.analysis.analyzer",
+    "build_match_query": "rrf_retriever.analysis.analyzer",
+    "tokenize": "rrf_retriever.analysis.analyzer",
     "Hit": "rrf_retriever.types",
     "FusedHit": "rrf_retriever.types",
     "Record": "rrf_retriever.types",
@@ -83,8 +83,8 @@ _LAZY: dict[str, str] = {
     "DimensionMismatchError": "rrf_retriever.errors",
     "AllLegsFailedError": "rrf_retriever.errors",
     # stores
-    "FTS5KeywordStore": "rrf_retriever.stores.fts5",
-    "BM25KeywordStore": "rrf_retriever.stores.bm25",
+    "FTS5KeywordStore": "rrf_retriever.stores.fts5.store",
+    "BM25KeywordStore": "rrf_retriever.stores.bm25.store",
     "QdrantDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantKeywordStore": "rrf_retriever.stores.qdrant",

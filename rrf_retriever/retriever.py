@@ -62,7 +62,7 @@ if _LANGCHAIN and _LLAMA_INDEX:
 
         Args:
             dense: A dense store (e.g. :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore`), source "dense".
-            keyword: A keyword store (e.g. :class:`~rrf_retriever.stores.fts5.FTS5KeywordStore`), source "keyword".
+            keyword: A keyword store (e.g. :class:`~.stores.fts5.store.FTS5KeywordStore`), source "keyword".
             sources: More sources, ``{name: store | LangChain retriever | LlamaIndex retriever}``.
             weights: ``{source: weight >= 0}``; a source of weight 0 is not even queried.
             semantic_weight: Shortcut for ``weights["dense"]`` (default 1.0).

@@ -1,7 +1,7 @@
 """Value types shared by every layer: hits, fused hits, stored records, traces and search results.
 
 All are frozen dataclasses: a hit that leaves a store is never changed in place. No validation and no I/O here:
-checks live in :mod:`rrf_retriever.validate`, the filter language in :mod:`rrf_retriever.scope`.
+checks live in :mod:`rrf_retriever.validate`, the filter language in :mod:`rrf_retriever.scope.tree`.
 
 Example:
     >>> from rrf_retriever.types import Hit

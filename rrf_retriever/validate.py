@@ -21,6 +21,8 @@ from typing import Any
 from rrf_retriever.errors import DimensionMismatchError, FilterError, InvalidArgumentError, InvalidTypeError
 
 __all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
     "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
     "MAX_METADATA_BYTES",
@@ -46,6 +48,9 @@ __all__ = [
 ]
 
 _MAX_ID_LENGTH = 1024
+#: The integers every store holds exactly (SQLite INTEGER, Qdrant's int64 payload index).
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
 #: The largest ``limit`` a store accepts; beyond it a caller has made a mistake (``top_k=10**9``).
 MAX_LIMIT = 100_000
 #: The largest squared norm of a vector: float32's range (Qdrant normalises and scores in float32). Embeddings

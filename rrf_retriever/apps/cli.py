@@ -1,6 +1,6 @@
 """The ``rrf-retriever`` command: ``index | search | eval | tune | serve | demo`` (extra ``cli``: typer + rich).
 
-The commands work on an index directory (see :mod:`rrf_retriever.layout`) through the engine directly, not the
+The commands work on an index directory (see :mod:`rrf_retriever.index.directory`) through the engine directly, not the
 framework retriever, so they start fast. A user mistake (missing index, wrong path, bad filter, bad weights)
 prints one clear line and exits with code 2, never a traceback.
 
@@ -44,7 +44,8 @@ from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.frameworks.node_metadata import public_result_dict
-from rrf_retriever.scope import normalize_filter, parse_filter_item
+from rrf_retriever.scope.cli_syntax import parse_filter_item
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.validate import check_number
 
 __all__ = ["app", "iter_documents", "main", "parse_filters"]
@@ -134,7 +135,7 @@ def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -
     an integer if it parses, else a string; ``key:str=42`` asks for the string "42" (a numeric-string id),
     ``key:int=7`` and ``key:bool=true`` for those types. ``filter_json`` (``--where`` / ``--filter-json``) is a
     JSON object in the full filter language (``'{"session_id": ["42"], "n": {"$gte": 3}}'``, ``$or``, ``$not``...,
-    see :mod:`rrf_retriever.scope`), combined with the items by AND. An empty value list (``key=``) is an error,
+    see :mod:`rrf_retriever.scope.tree`), combined with the items by AND. An empty value list (``key=``) is an error,
     not "no filter".
 
     Example:
@@ -235,7 +236,7 @@ def index_command(
                    "collection (API key from QDRANT_API_KEY). Without it both legs share one local collection."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
-    from rrf_retriever.layout import create_index, refresh_manifest, save_manifest
+    from rrf_retriever.index.directory import create_index, refresh_manifest, save_manifest
 
     with _user_errors():
         total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
@@ -300,7 +301,7 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
     """Search an index: dense and keyword legs, fused with weighted RRF."""
-    from rrf_retriever.layout import open_index
+    from rrf_retriever.index.directory import open_index
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -358,7 +359,7 @@ def eval_command(
     If --index-dir holds no index yet, the folder's corpus is indexed into it first.
     """
     from rrf_retriever.evaluation import evaluate, load_beir
-    from rrf_retriever.layout import MANIFEST_FILE, create_index, open_index, refresh_manifest
+    from rrf_retriever.index.directory import MANIFEST_FILE, create_index, open_index, refresh_manifest
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -447,7 +448,7 @@ def serve_command(
              "LlamaIndex postprocessor); requests turn it off with \"rerank\": false. Requests cannot name code."),
 ) -> None:
     """Serve /settings, /search (GET and POST), /documents (POST, DELETE) and /health over an index (extra: server)."""
-    from rrf_retriever.layout import open_index
+    from rrf_retriever.index.directory import open_index
 
     with _user_errors():
         from rrf_retriever.apps.service import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, create_app

@@ -53,7 +53,7 @@ Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
 - ``index_path``: the index directory whose manifest to refresh after writes (None: no manifest).
 
 Example:
-    >>> from rrf_retriever.layout import open_index  # doctest: +SKIP
+    >>> from rrf_retriever.index.directory import open_index  # doctest: +SKIP
     >>> app = create_app(open_index(".idx"), api_key="s3cret", index_path=".idx")  # doctest: +SKIP
     >>> import uvicorn; uvicorn.run(app, port=8000)  # doctest: +SKIP
 """
@@ -101,7 +101,7 @@ from rrf_retriever.apps.service_models import (
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.frameworks.node_metadata import public_result_dict
-from rrf_retriever.scope import parse_filter_values
+from rrf_retriever.scope.cli_syntax import parse_filter_values
 
 __all__ = [
     "API_KEY_ENV",
@@ -192,7 +192,7 @@ def create_app(
         InvalidArgumentError / InvalidTypeError: an empty ``api_key``, a bad host pattern or ``max_body``.
 
     Example:
-        >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore  # doctest: +SKIP
+        >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore  # doctest: +SKIP
         >>> app = create_app(HybridEngine({"keyword": FTS5KeywordStore()}))  # doctest: +SKIP
     """
     key: bytes | None = None
@@ -315,7 +315,7 @@ def create_app(
 
     def refresh_manifest() -> None:
         if index_path is not None:
-            from rrf_retriever.layout import save_manifest
+            from rrf_retriever.index.directory import save_manifest
 
             save_manifest(index_path, engine)
 

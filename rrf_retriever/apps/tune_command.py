@@ -33,7 +33,7 @@ def tune_index(
 ) -> TuneReport:
     """``rrf-retriever tune -d INDEX BEIR_DIR`` without the console: open the index, tune on the folder's judged
     queries (their ``metadata.filter`` applied), save an applied setting in the manifest, close the index."""
-    from rrf_retriever.layout import open_index
+    from rrf_retriever.index.directory import open_index
 
     queries, qrels = load_judged_queries(data, split)
     if max_queries is not None:

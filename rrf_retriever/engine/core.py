@@ -19,7 +19,7 @@ Flow of one query (DESIGN section 7):
 Writes go through the :class:`~rrf_retriever.engine.writes.WriteUnit`: all writable legs or none.
 
 Example:
-    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> engine = HybridEngine({"keyword": FTS5KeywordStore()})
     >>> engine.add(["a"], ["hybrid search with rrf"])
     ['a']
@@ -52,7 +52,8 @@ from rrf_retriever.errors import (
     InvalidFilterError,
     InvalidTypeError,
 )
-from rrf_retriever.scope import FilterSpec, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
@@ -87,7 +88,7 @@ class HybridEngine:
             (:class:`~rrf_retriever.engine.run.HeadStart`; ``HeadStart.OFF`` switches it off).
 
     Example:
-        >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+        >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
         >>> HybridEngine({"keyword": FTS5KeywordStore()}, top_k=3).settings.top_k
         3
     """
@@ -188,7 +189,7 @@ class HybridEngine:
         change raises and leaves the settings as they were.
 
         Example:
-            >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+            >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
             >>> HybridEngine({"keyword": FTS5KeywordStore()}).update_settings(top_k=5).top_k
             5
         """
@@ -464,7 +465,7 @@ class HybridEngine:
             StoreError: a store cannot list its documents by filter, or a delete failed (the others rolled back).
 
         Example:
-            >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+            >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
             >>> engine = HybridEngine({"keyword": FTS5KeywordStore()})
             >>> engine.add(["c1", "c2", "x"], ["a", "b", "c"], [{"ref_doc_id": "d"}, {"ref_doc_id": "d"}, {}])
             ['c1', 'c2', 'x']

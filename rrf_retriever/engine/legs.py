@@ -6,7 +6,7 @@ framework retriever) is read-only. The write unit calls the same four methods on
 (``add``, ``delete``, ``snapshot``, ``restore``).
 
 Example:
-    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> leg = as_leg("keyword", FTS5KeywordStore())
     >>> leg.add(["a"], ["hybrid search"], [{}], None); [h.id for h in leg.search("search", None, 5, None, frozenset())]
     ['a']
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import InvalidTypeError
-from rrf_retriever.scope import NormalizedFilter, matches
+from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.stores.base import DenseStore, KeywordStore
 from rrf_retriever.types import Hit, Record
 
@@ -174,11 +174,11 @@ class FunctionLeg(Leg):
     A function cannot take our scope, so the filter and the exclusions are applied to what it returns: with a
     scope, it is asked for :data:`POST_FILTER_HEADROOM` times ``limit`` plus the number of excluded ids, and
     the first ``limit`` hits that pass are kept (fewer when too few pass). Metadata is matched by the reference
-    semantics (:func:`rrf_retriever.scope.matches`), the same the stores compile; the trace says so
+    semantics (:func:`rrf_retriever.scope.tree.matches`), the same the stores compile; the trace says so
     (:meth:`scope_note`).
 
     Example:
-        >>> from rrf_retriever.scope import Range
+        >>> from rrf_retriever.scope.tree import Range
         >>> leg = FunctionLeg(lambda q, k: [Hit(str(i), metadata={"n": i}) for i in range(k)])
         >>> [h.id for h in leg.search("q", None, 2, Range("n", gte=3), frozenset({"4"}))]
         ['3', '5']

@@ -23,7 +23,8 @@ from typing import Any
 
 from rrf_retriever.engine.legs import DenseLeg, Leg
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.types import Hit
 
 __all__ = ["DensePathLeg", "main_dense_leg", "path_legs"]

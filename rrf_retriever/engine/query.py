@@ -8,7 +8,7 @@ a query decides is here, once.
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
     >>> from rrf_retriever.engine.settings import RetrievalSettings
-    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> legs = {"keyword": as_leg("keyword", FTS5KeywordStore())}
     >>> q = prepare(legs, RetrievalSettings(weights={"keyword": 1.0}), "hello", 5, None, None, None)
     >>> q.fetch_k, [name for name, _ in q.active]
@@ -38,7 +38,8 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import fuse
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_scope
+from rrf_retriever.scope.parse import normalize_scope
+from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
 from rrf_retriever.validate import (
     MAX_TOP_K,

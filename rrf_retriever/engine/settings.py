@@ -19,7 +19,8 @@ from typing import Any, Literal
 from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import FUSIONS
-from rrf_retriever.scope import FilterSpec, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.validate import (
     MAX_LEG_TIMEOUT,
     MAX_RRF_K,

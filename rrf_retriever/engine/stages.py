@@ -22,7 +22,7 @@ from typing import Any
 from rrf_retriever.diversity import mmr_order
 from rrf_retriever.engine.rerank import call_reranker
 from rrf_retriever.errors import InvalidTypeError
-from rrf_retriever.scope import NormalizedFilter, matches
+from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.types import FusedHit, Record
 from rrf_retriever.validate import check_top_k
 

@@ -9,7 +9,7 @@ on the next open (store writes are idempotent: upserts and deletes by id).
 
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
-    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> unit = WriteUnit({"keyword": as_leg("keyword", FTS5KeywordStore())})
     >>> unit.add(["a"], ["hello"]), unit.count()
     (['a'], {'keyword': 1})

@@ -19,10 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.frameworks.node_metadata import public_metadata
-from rrf_retriever.layout import (
+from rrf_retriever.index.directory import (
     DEFAULT_KEYWORD_STORE,
     JOURNAL_FILE,
     make_dense_store,
@@ -32,7 +33,6 @@ from rrf_retriever.layout import (
     refresh_manifest,
     with_saved_settings,
 )
-from rrf_retriever.text import Analyzer, as_analyzer
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
 
@@ -279,15 +279,15 @@ class RetrieverCore:
                 comfortable below ~20k points) or any dense store (e.g. a server by URL). Default: the index's own
                 kind at ``path``, else ``"qdrant-edge"``.
             path: An index directory, the same layout the ``rrf-retriever`` CLI uses (manifest ``rrf-index.json``,
-                the stores, the write-ahead journal; see :mod:`rrf_retriever.layout`): created if missing, reopened
+                the stores, the write-ahead journal; see :mod:`~.index.directory`): created if missing, reopened
                 if it exists. Its manifest decides: another store kind, collection, embedder or embedding dimension
-                than the index's is an :class:`~rrf_retriever.layout.IndexDirectoryError`. None keeps all in memory.
+                than the index's is an :class:`~.index.directory.IndexDirectoryError`. None keeps all in memory.
             collection_name: The Qdrant collection name (default ``"rrf_retriever"``, or the index's).
             url, location, api_key: With ``keyword="qdrant", dense="qdrant"`` both legs live in ONE Qdrant collection
                 (:class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`: one upsert writes both, one request
                 searches both): on the server or cluster ``url`` (``api_key`` for a secured one), else in
                 ``location`` (default ``":memory:"``), else in ``path``.
-            analyzer: The keyword analyzer of the store built here: an :class:`~rrf_retriever.text.Analyzer` or a
+            analyzer: The keyword analyzer of the store built here: an :class:`~.analysis.analyzer.Analyzer` or a
                 language name (``analyzer="german"`` is ``Analyzer(language="german")``: Snowball stemming and
                 stopwords). Default: English (Porter); CJK text is cut into bigrams either way. An index at ``path``
                 remembers it (its manifest and store); reopening with another is an error, None uses the index's.

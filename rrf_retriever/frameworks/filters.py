@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from rrf_retriever.errors import InvalidFilterError
-from rrf_retriever.scope import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
 
 __all__ = ["as_filter", "from_llama_index", "is_llama_index_filter"]
 

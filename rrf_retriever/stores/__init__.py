@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rrf_retriever.stores.base import DenseStore, KeywordStore
-    from rrf_retriever.stores.bm25 import BM25KeywordStore
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.bm25.store import BM25KeywordStore
+    from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     from rrf_retriever.stores.qdrant import (
         QdrantDenseStore,
         QdrantEdgeDenseStore,
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "DenseStore": "rrf_retriever.stores.base",
     "KeywordStore": "rrf_retriever.stores.base",
-    "FTS5KeywordStore": "rrf_retriever.stores.fts5",
-    "BM25KeywordStore": "rrf_retriever.stores.bm25",
+    "FTS5KeywordStore": "rrf_retriever.stores.fts5.store",
+    "BM25KeywordStore": "rrf_retriever.stores.bm25.store",
     "QdrantDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantEdgeDenseStore": "rrf_retriever.stores.qdrant",
     "QdrantKeywordStore": "rrf_retriever.stores.qdrant",

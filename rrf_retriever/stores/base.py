@@ -3,7 +3,7 @@
 Stores know nothing of fusion: a keyword store ranks by BM25, a dense store by cosine similarity, each
 returning its own top ``limit`` :class:`~rrf_retriever.types.Hit` s among the documents the scope allows.
 
-Scope (DESIGN section 5, :mod:`rrf_retriever.scope`) is applied inside every store BEFORE its top-k is taken:
+Scope (DESIGN section 5, :mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its top-k is taken:
 
 * ``filter``: ``{"session_id": [1, 2], "lang": "en"}``; each key must match, a list means any-of.
 * ``exclude_ids``: ids that must not be returned.
@@ -14,7 +14,7 @@ probing attributes: a dense store is one with an ``embedding``; a keyword store 
 ``close`` and the context manager).
 
 Example:
-    >>> from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> isinstance(FTS5KeywordStore(), KeywordStore), isinstance(FTS5KeywordStore(), DenseStore)
     (True, False)
 """
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rrf_retriever.scope import FilterSpec
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.types import Hit, Record
 
 __all__ = ["DenseStore", "IdsMatching", "KeywordStore", "SearchRequest", "StoreBase", "VectorSource"]
@@ -36,7 +36,7 @@ class KeywordStore(Protocol):
     """A keyword (BM25) store. ``search`` takes the user's raw query text and analyzes it itself.
 
     Attributes:
-        analyzer: The analyzer of indexing and querying (:class:`~rrf_retriever.text.Analyzer`); the engine asks
+        analyzer: The analyzer of indexing and querying (:class:`~.analysis.analyzer.Analyzer`); the engine asks
             it whether a query keeps any term (the leg sits out otherwise). None: the store decides alone.
         holds_gil: True if ``search`` keeps Python's GIL for its whole run (the engine then starts it last).
     """
@@ -152,7 +152,7 @@ class IdsMatching(Protocol):
     ``delete_ref_doc`` finds a document's nodes with it). Implemented by every store of this package.
 
     ``ids_matching(filter, limit=None)``: the ids, sorted, at most ``limit``; ``filter`` in the language of
-    :mod:`rrf_retriever.scope` (None: every id); exclusions do not apply. A malformed filter is an
+    :mod:`rrf_retriever.scope.tree` (None: every id); exclusions do not apply. A malformed filter is an
     :class:`~rrf_retriever.errors.InvalidFilterError`.
     """
 

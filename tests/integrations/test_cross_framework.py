@@ -11,7 +11,7 @@ from llama_index.core.schema import TextNode
 from integrations._corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 
 def _sources():  # type: ignore[no-untyped-def]

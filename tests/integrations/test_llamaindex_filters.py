@@ -1,6 +1,6 @@
 """LlamaIndex ``MetadataFilters`` through the retriever (DESIGN 5): translated at the edge into our filter tree, so
 ``scoped(filter=MetadataFilters(...))`` and ``invoke(q, filter=MetadataFilters(...))`` scope every leg before its
-top-k, with exactly the meaning of :func:`rrf_retriever.scope.matches`; operators without a faithful meaning are
+top-k, with exactly the meaning of :func:`rrf_retriever.scope.tree.matches`; operators without a faithful meaning are
 an InvalidFilterError, never an unscoped search."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 from rrf_retriever import EnsembleRRFRetriever, InvalidFilterError
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.frameworks.filters import from_llama_index
-from rrf_retriever.scope import AllOf, AnyOf, Exists, Match, Not, Range, matches
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, Not, Range, matches
 
 META = {
     "a": {"n": 1, "tags": ["x", "y"], "lang": "en"},

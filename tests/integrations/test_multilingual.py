@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rrf_retriever import EnsembleRRFRetriever
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.layout import IndexDirectoryError
-from rrf_retriever.text import Analyzer
+from rrf_retriever.index.directory import IndexDirectoryError
 
 TEXTS = [
     "全文检索引擎通过倒排索引快速查找文档。",
@@ -52,7 +52,7 @@ def test_bad_analyzer_arguments_are_our_errors() -> None:
         EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(32), analyzer="klingon")
     with pytest.raises(InvalidTypeError):
         EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(32), analyzer=42)
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
     with pytest.raises(InvalidArgumentError, match="analyzer"):
         EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(32), keyword=FTS5KeywordStore(), analyzer="german")

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rrf_retriever.layout import create_index, read_manifest, save_manifest
+from rrf_retriever.index.directory import create_index, read_manifest, save_manifest
 from tests.integrations._server import free_port
 
 KEY = "cli-key-123"

@@ -18,7 +18,7 @@ import pytest
 from rrf_retriever.apps.service import create_app
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 from tests.integrations._server import running_server
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from rrf_retriever.apps.service import MAX_DOCUMENTS_PER_REQUEST, create_app
-from rrf_retriever.layout import create_index, open_index, read_manifest
+from rrf_retriever.index.directory import create_index, open_index, read_manifest
 from tests.integrations._server import running_server
 
 
@@ -120,7 +120,7 @@ def test_a_bad_delete_is_422(served: tuple[httpx.Client, Path, Any], body: objec
 def test_writes_without_an_index_path_work_in_memory() -> None:
     from rrf_retriever.embeddings import HashingEmbedding
     from rrf_retriever.engine import HybridEngine
-    from rrf_retriever.stores.fts5 import FTS5KeywordStore
+    from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     from rrf_retriever.stores.qdrant import QdrantDenseStore
 
     engine = HybridEngine({"dense": QdrantDenseStore(HashingEmbedding(dim=16)), "keyword": FTS5KeywordStore()})

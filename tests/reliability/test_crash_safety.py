@@ -16,7 +16,7 @@ import pytest
 from benchmarks._workloads import DIM, run_crash_safety, verify_crash_dir
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 

@@ -33,7 +33,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
 )
 from rrf_retriever.retriever import EnsembleRRFRetriever
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 DOCS = {

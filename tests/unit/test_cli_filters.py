@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from rrf_retriever.apps.cli import app, parse_filters
 from rrf_retriever.errors import FilterError
-from rrf_retriever.scope import parse_filter_item, parse_filter_values
+from rrf_retriever.scope.cli_syntax import parse_filter_item, parse_filter_values
 
 runner = CliRunner()
 DOCS = [

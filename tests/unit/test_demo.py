@@ -81,7 +81,7 @@ def fused_rank(engine: Any, query: str, doc_id: str, **kwargs: Any) -> tuple[int
 
 def test_the_why_texts_say_what_the_tables_show(demo_run: tuple) -> None:
     """Each number a 'why' states is what the demo computes (with the shipped defaults)."""
-    from rrf_retriever.layout import open_index
+    from rrf_retriever.index.directory import open_index
 
     first, text, _, _ = demo_run
     queries = {q.query: q for q in load_demo_queries()}

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from rrf_retriever.scope import matches, normalize_filter
-from rrf_retriever.text import build_match_query, normalize
+from rrf_retriever.analysis.analyzer import build_match_query, normalize
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
 
 DATA = files("rrf_retriever").joinpath("data")
 METADATA_KEYS = {"kind", "product_area", "version", "session_id"}

@@ -15,7 +15,7 @@ from qdrant_client import QdrantClient
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import EngineClosedError, InvalidArgumentError, StoreError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 
 

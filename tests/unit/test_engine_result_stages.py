@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rrf_retriever import HashingEmbedding
 from rrf_retriever.engine import HybridEngine, RetrievalSettings
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, InvalidTypeError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 DIM = 16

@@ -7,7 +7,7 @@ import pytest
 from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 
 DIM = 16

@@ -35,9 +35,9 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import weighted_rrf
-from rrf_retriever.scope import Match
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.scope.tree import Match
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 from rrf_retriever.types import Hit
 
@@ -210,7 +210,7 @@ def test_filter_and_exclusions_are_pushed_into_every_leg() -> None:
     engine = HybridEngine({"a": leg})
     engine.search("q", filter={"session_id": [2, 1]}, exclude_ids=["b"])
     call = leg.calls[-1]
-    assert call["filter"] == Match("session_id", (2, 1))  # the normalized filter tree (rrf_retriever.scope)
+    assert call["filter"] == Match("session_id", (2, 1))  # the normalized filter tree (rrf_retriever.scope.tree)
     assert call["exclude_ids"] == frozenset({"b"})
 
 

@@ -7,7 +7,7 @@ import asyncio
 
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.engine.legs import POST_FILTER_HEADROOM, FunctionLeg
-from rrf_retriever.scope import normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import Hit
 
 DOCS = [Hit(f"d{i}", f"text {i}", {"n": i, "odd": bool(i % 2)}, 1.0 / (i + 1)) for i in range(50)]

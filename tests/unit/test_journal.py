@@ -16,7 +16,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.engine.journal import Journal, JournalEntry, open_journal
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 DIM = 16

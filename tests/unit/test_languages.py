@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.languages import (
+from rrf_retriever.analysis.languages import (
     LANGUAGES,
     STOPWORDS,
     cjk_segments,
@@ -17,6 +16,7 @@ from rrf_retriever.languages import (
     stemmer,
     stopwords_for,
 )
+from rrf_retriever.errors import InvalidArgumentError
 
 
 def test_every_language_has_a_pystemmer_algorithm() -> None:

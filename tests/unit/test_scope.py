@@ -1,4 +1,4 @@
-"""The filter language of rrf_retriever.scope (DESIGN 5): scope_key's typed comparison, every operator in closed
+"""The filter language of rrf_retriever.scope.tree (DESIGN 5): scope_key's typed comparison, every operator in closed
 form, every malformed filter refused (InvalidFilterError, never an unscoped search), and the algebra of the
 reference evaluator (idempotent normalisation, double negation, De Morgan) as properties."""
 
@@ -11,19 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rrf_retriever import InvalidFilterError
-from rrf_retriever.errors import FilterError, InvalidArgumentError
-from rrf_retriever.scope import (
-    AllOf,
-    AnyOf,
-    Exists,
-    Match,
-    NormalizedFilter,
-    Not,
-    Range,
-    matches,
-    normalize_filter,
-    scope_key,
-)
+from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, NormalizedFilter, Not, Range, matches, scope_key
 from tests.unit.stores.filter_strategies import filter_nodes, filters, metadatas
 
 
@@ -37,7 +27,7 @@ from tests.unit.stores.filter_strategies import filter_nodes, filters, metadatas
 ])
 def test_scope_key_keeps_types_apart_and_numbers_together(a: object, b: object, same: bool) -> None:
     assert (scope_key(a) == scope_key(b)) is same
-    assert matches({"k": a}, {"k": (b,)}) is same
+    assert matches({"k": a}, normalize_filter({"k": (b,)})) is same
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None, [1], {"a": 1}, b"x"])
@@ -218,12 +208,16 @@ def test_double_negation_and_de_morgan(node: NormalizedFilter, other: Normalized
 @settings(max_examples=200, deadline=None)
 @given(meta=metadatas(), key=st.sampled_from(["a", "b", "n", "tags"]), value=st.integers(-2, 2))
 def test_ne_is_the_complement_of_eq_and_nin_of_in(meta: dict, key: str, value: int) -> None:
-    assert matches(meta, {key: {"$ne": value}}) != matches(meta, {key: {"$eq": value}})
-    assert matches(meta, {key: {"$nin": [value, "x"]}}) != matches(meta, {key: {"$in": [value, "x"]}})
-    assert matches(meta, {key: {"$exists": False}}) != matches(meta, {key: {"$exists": True}})
+    assert matches(meta, normalize_filter({key: {"$ne": value}})) != matches(meta, normalize_filter({key: {"$eq": value}}))
+    assert matches(meta, normalize_filter({key: {"$nin": [value, "x"]}})) != matches(
+        meta, normalize_filter({key: {"$in": [value, "x"]}}))
+    assert matches(meta, normalize_filter({key: {"$exists": False}})) != matches(
+        meta, normalize_filter({key: {"$exists": True}}))
 
 
-def test_matches_accepts_a_mapping_and_integers_beyond_64_bits_never_match() -> None:
-    assert matches({"n": 2}, {"n": [1, 2]})
-    assert not matches({"n": 2**64}, {"n": {"$gt": 0}})  # neither SQLite nor Qdrant holds it exactly
-    assert matches({"n": 2**53 + 1}, {"n": {"$gt": float(2**53)}})  # exact, not through float64
+def test_matches_takes_a_parsed_filter_and_integers_beyond_64_bits_never_match() -> None:
+    with pytest.raises(InvalidTypeError, match="parsed filter"):
+        matches({"n": 2}, {"n": [1, 2]})  # type: ignore[arg-type]  # the refusal under test
+    assert matches({"n": 2}, normalize_filter({"n": [1, 2]}))
+    assert not matches({"n": 2**64}, normalize_filter({"n": {"$gt": 0}}))  # neither SQLite nor Qdrant holds it exactly
+    assert matches({"n": 2**53 + 1}, normalize_filter({"n": {"$gt": float(2**53)}}))  # exact, not through float64

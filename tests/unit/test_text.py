@@ -9,9 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks._hostile import HOSTILE_QUERIES
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
-from rrf_retriever.languages import is_cjk
-from rrf_retriever.text import (
+from rrf_retriever.analysis.analyzer import (
     DEFAULT_STOPWORDS,
     Analyzer,
     build_match_query,
@@ -20,6 +18,8 @@ from rrf_retriever.text import (
     normalize,
     tokenize,
 )
+from rrf_retriever.analysis.languages import is_cjk
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 
 # ---- tokenize -----------------------------------------------------------------------------------------
 
@@ -239,14 +239,14 @@ def test_any_string_gives_a_result_or_our_error(text: str) -> None:
 
 
 def test_seed_000_examples_hold_by_default() -> None:
-    from rrf_retriever.text import build_match_query
+    from rrf_retriever.analysis.analyzer import build_match_query
 
     assert build_match_query("How do I configure the Qdrant collection?") == '"configure" OR "qdrant" OR "collection"'
     assert build_match_query("how do I do it?") is None
 
 
 def test_conversational_words_are_dropped_at_query_time_only() -> None:
-    from rrf_retriever.text import CONVERSATIONAL_STOPWORDS, Analyzer
+    from rrf_retriever.analysis.analyzer import CONVERSATIONAL_STOPWORDS, Analyzer
 
     analyzer = Analyzer()
     assert "what" in CONVERSATIONAL_STOPWORDS

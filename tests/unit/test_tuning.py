@@ -16,7 +16,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.evaluation import doc_text, load_beir
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
 from rrf_retriever.tuning import (
     Setting,
@@ -111,7 +111,8 @@ def test_shipped_eval_set_is_a_beir_folder_over_the_demo_corpus() -> None:
 
 
 def test_shipped_eval_set_kinds_and_filters() -> None:
-    from rrf_retriever.scope import matches, normalize_filter
+    from rrf_retriever.scope.parse import normalize_filter
+    from rrf_retriever.scope.tree import matches
 
     rows = [json.loads(line) for line in (demo_eval_dir() / "queries.jsonl").read_text("utf-8").splitlines()]
     kinds = {r["metadata"]["kind"] for r in rows}
@@ -338,7 +339,7 @@ def test_a_filter_is_applied_inside_the_legs(demo_engine: HybridEngine) -> None:
 
 
 def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> None:
-    from rrf_retriever.layout import create_index, open_index, read_manifest
+    from rrf_retriever.index.directory import create_index, open_index, read_manifest
 
     index = tmp_path / "idx"
     engine = create_index(index, embedder="hashing:256")
@@ -411,7 +412,7 @@ def cli_app() -> Any:
 
 
 def _demo_index(path: Path) -> Path:
-    from rrf_retriever.layout import create_index
+    from rrf_retriever.index.directory import create_index
 
     ds = load_beir(demo_eval_dir())
     engine = create_index(path, embedder="hashing:64")
@@ -426,7 +427,7 @@ def _demo_index(path: Path) -> Path:
 def test_cli_tune_reports_and_saves_only_a_significant_gain(cli_app: Any, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from rrf_retriever.layout import read_manifest
+    from rrf_retriever.index.directory import read_manifest
 
     index = _demo_index(tmp_path / "idx")
     before = read_manifest(index)

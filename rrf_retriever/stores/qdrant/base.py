@@ -8,7 +8,7 @@ Layout (langchain-qdrant's ``QdrantVectorStore`` defaults, so either can read wh
   else (written by langchain-qdrant) ``str(point.id)``; a point is a document's only if it reports that id, which
   get, delete and ``exclude_ids`` check wherever a point could be another document's.
 
-Filters: the scope's tree compiled exactly (as :func:`rrf_retriever.scope.matches`) for both engines by
+Filters: the scope's tree compiled exactly (as :func:`rrf_retriever.scope.tree.matches`) for both engines by
 :mod:`rrf_retriever.stores.qdrant.filters`; payload indexes and ``ids_matching`` are
 :class:`~rrf_retriever.stores.qdrant.scoping.QdrantScoping`'s.
 
@@ -27,7 +27,8 @@ from typing import Any
 from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope import FilterSpec, normalize_scope
+from rrf_retriever.scope.parse import normalize_scope
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.scoping import QdrantScoping, check_index_keys, check_payload_ints

@@ -1,4 +1,4 @@
-"""Our filter tree (:mod:`rrf_retriever.scope`) compiled to a Qdrant filter, exact, for every Qdrant store.
+"""Our filter tree (:mod:`rrf_retriever.scope.tree`) compiled to a Qdrant filter, exact, for every Qdrant store.
 
 One compiler for both engines (qdrant-client: memory, path, server; qdrant-edge) and for the dense, keyword and
 hybrid stores: it builds the filter through three engine hooks, ``_condition(field_key, test)`` (a field
@@ -6,7 +6,7 @@ condition: ``MatchValue`` for a str / int / bool, ``MatchAny`` for a list, ``Ran
 ``IsEmpty`` for :data:`IS_EMPTY`), ``_filter(must=, should=, must_not=)`` and ``_bool(value)``.
 
 What Qdrant does (measured on qdrant-client 1.20 local mode and qdrant-edge 0.9, tests/unit/stores/
-test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.matches`:
+test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.tree.matches`:
 
 * ``MatchValue`` / ``MatchAny`` are type-strict: ``"42"`` never matches 42, ``True`` never 1, but the integer 2
   never matches the float 2.0 either (unless the field has an *integer* payload index, which holds integral
@@ -32,7 +32,7 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
   may read it on the wrong side.
 
 Example:
-    >>> from rrf_retriever.scope import Match
+    >>> from rrf_retriever.scope.tree import Match
     >>> index_plan(Match("n", (1, "a")))
     {'n': ('float', False)}
 """
@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rrf_retriever.scope import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
 
 __all__ = [
     "IS_EMPTY",
@@ -133,10 +133,10 @@ def index_plan(node: FilterNode | None) -> dict[str, tuple[str, bool]]:
     """The payload index each filtered key wants, ``{key: (kind, has_range)}``: ``"float"`` for numbers (it serves
     ranges and integer matches, which are ranges; an integer index would drop non-integral floats from ranges),
     else ``"keyword"`` for strings, else ``"bool"``. ``has_range``: the key is in a
-    :class:`~rrf_retriever.scope.Range`.
+    :class:`~rrf_retriever.scope.tree.Range`.
 
     Example:
-        >>> from rrf_retriever.scope import normalize_filter
+        >>> from rrf_retriever.scope.parse import normalize_filter
         >>> index_plan(normalize_filter({"n": {"$gt": 1}, "lang": ["en", "fr"], "ok": True}))
         {'lang': ('keyword', False), 'n': ('float', True), 'ok': ('bool', False)}
     """
@@ -160,7 +160,7 @@ def filter_keys(node: FilterNode | None) -> set[str]:
     """The metadata keys a filter names.
 
     Example:
-        >>> from rrf_retriever.scope import normalize_filter
+        >>> from rrf_retriever.scope.parse import normalize_filter
         >>> sorted(filter_keys(normalize_filter({"a": 1, "$or": [{"b": []}, {"c": {"$exists": True}}]})))
         ['a', 'b', 'c']
     """

@@ -29,10 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import as_embedding
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope import FilterSpec
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest, StoreBase
 from rrf_retriever.stores.qdrant.base import (
     CONTENT_KEY,
@@ -46,7 +47,6 @@ from rrf_retriever.stores.qdrant.base import (
 from rrf_retriever.stores.qdrant.keyword import QdrantKeywordStoreBase
 from rrf_retriever.stores.qdrant.sparse_values import DocumentTerms, analyze_document
 from rrf_retriever.stores.qdrant.steps import Steps
-from rrf_retriever.text import Analyzer
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import validate_batch
 

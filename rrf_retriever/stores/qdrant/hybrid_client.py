@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.client import QdrantDenseStore
@@ -24,7 +25,6 @@ from rrf_retriever.stores.qdrant.hybrid import DENSE_VECTOR_NAME, QdrantHybridBa
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME
 from rrf_retriever.stores.qdrant.keyword_client import METADATA_PARAMS_KEY, QdrantKeywordStore
 from rrf_retriever.stores.qdrant.steps import then
-from rrf_retriever.text import Analyzer
 
 __all__ = ["QdrantHybridStore"]
 

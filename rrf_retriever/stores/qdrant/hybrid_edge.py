@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.edge import (
@@ -27,7 +28,6 @@ from rrf_retriever.stores.qdrant.edge import (
 from rrf_retriever.stores.qdrant.hybrid import DENSE_VECTOR_NAME, QdrantHybridBase
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME
 from rrf_retriever.stores.qdrant.keyword_edge import QdrantEdgeKeywordStore
-from rrf_retriever.text import Analyzer
 
 __all__ = ["QdrantEdgeHybridStore"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rrf_retriever.scope import FilterSpec
+from rrf_retriever.analysis.analyzer import Analyzer
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest, StoreBase
 from rrf_retriever.stores.qdrant.base import ExcludeIds, Metadatas, Vectors
-from rrf_retriever.text import Analyzer
 from rrf_retriever.types import Hit, Record
 
 if TYPE_CHECKING:

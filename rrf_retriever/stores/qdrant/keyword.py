@@ -2,9 +2,9 @@
 
 The scheme (one analyzer for every keyword store: ours, client-side):
 
-* a document is analyzed with :meth:`Analyzer.analyze <rrf_retriever.text.Analyzer.analyze>` (stopwords dropped,
-  Porter stems), a query with :meth:`Analyzer.analyze_query <rrf_retriever.text.Analyzer.analyze_query>` (also
-  without the conversational words), exactly as :class:`~rrf_retriever.stores.bm25.BM25KeywordStore` does;
+* a document is analyzed with :meth:`Analyzer.analyze <rrf_retriever.analysis.analyzer.Analyzer.analyze>` (stopwords dropped,
+  Porter stems), a query with :meth:`Analyzer.analyze_query <rrf_retriever.analysis.analyzer.Analyzer.analyze_query>` (also
+  without the conversational words), exactly as :class:`~rrf_retriever.stores.bm25.store.BM25KeywordStore` does;
 * each term becomes a sparse-vector index, :func:`term_id`: the first 4 bytes of ``blake2b(term)`` masked below
   ``2**31`` (stable across processes, machines and versions; no vocabulary to store or share);
 * a document's value for term ``t`` is BM25's saturated term frequency (:func:`document_vector`)
@@ -70,9 +70,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, saved_config
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope import FilterSpec, normalize_scope
+from rrf_retriever.scope.parse import normalize_scope
+from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.qdrant.base import (
     CONTENT_KEY,
@@ -97,7 +99,6 @@ from rrf_retriever.stores.qdrant.sparse_values import (
     term_id,
 )
 from rrf_retriever.stores.qdrant.steps import Steps
-from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, saved_config
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_int, check_limit, check_str, validate_batch
 
@@ -170,7 +171,7 @@ class QdrantKeywordStoreBase(QdrantStoreBase):
     ) -> None:
         # QdrantStoreBase.__init__ wants an embedding: a keyword store has none (so it is not a DenseStore).
         if analyzer is not None and not isinstance(analyzer, Analyzer):
-            msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
+            msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(analyzer).__name__}"
             raise InvalidTypeError(msg)
         self._asked: dict[str, Any] = {
             "k1": None if k1 is None else _check_param("k1", k1, 100.0),

@@ -21,12 +21,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.client import QdrantDenseStore
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
 from rrf_retriever.stores.qdrant.steps import StepRunner, then
-from rrf_retriever.text import Analyzer
 
 __all__ = ["METADATA_PARAMS_KEY", "QdrantKeywordStore"]
 

@@ -22,6 +22,7 @@ import os
 import shutil
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import StoreError
 from rrf_retriever.stores.qdrant.base import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.edge import (
@@ -32,7 +33,6 @@ from rrf_retriever.stores.qdrant.edge import (
     write_store_meta,
 )
 from rrf_retriever.stores.qdrant.keyword import SPARSE_VECTOR_NAME, QdrantKeywordStoreBase
-from rrf_retriever.text import Analyzer
 
 __all__ = ["QdrantEdgeKeywordStore"]
 

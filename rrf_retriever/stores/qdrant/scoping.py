@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, StoreError
-from rrf_retriever.scope import FilterNode, FilterSpec, NormalizedFilter, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
 from rrf_retriever.stores.qdrant.filters import NOTHING, compile_filter, field_key, filter_keys, index_plan
 from rrf_retriever.stores.qdrant.steps import Steps
 from rrf_retriever.validate import check_limit
@@ -53,7 +54,7 @@ def check_payload_ints(metadatas: Sequence[Mapping[str, Any]]) -> None:
     """Refuse an integer beyond 64 bits anywhere in a batch's metadata, before anything is written.
 
     Qdrant holds integers as int64 (qdrant-edge turns a larger one into a float, a server too, local mode keeps it):
-    a range would then match a value that no filter may match (:func:`rrf_retriever.scope.scope_key`).
+    a range would then match a value that no filter may match (:func:`rrf_retriever.scope.tree.scope_key`).
 
     Raises:
         InvalidArgumentError: naming the document and key; store such a number as a string.

@@ -3,7 +3,7 @@ holding the ``"bm25"`` vector (the keyword stores and the joint collections). Th
 :mod:`rrf_retriever.stores.qdrant.keyword`.
 
 A document's ``metadata["title"]`` (a string) counts as its own field, as in
-:class:`~rrf_retriever.stores.fts5.FTS5KeywordStore`, whose ``bm25()`` sums the column-weighted counts of a term
+:class:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore`, whose ``bm25()`` sums the column-weighted counts of a term
 and normalises by ONE length, the tokens of the row over all its columns, unweighted. So here, with
 ``title_weight`` w > 0: ``tf(t) = tf_text(t) + w * tf_title(t)`` and ``dl = len(text terms) + len(title terms)``
 (:func:`document_length`; ``avgdl`` is the mean of that length). ``w = 0`` is the flat index of the text: the
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.text import Analyzer
 
 __all__ = [
     "DEFAULT_TITLE_WEIGHT",
@@ -69,7 +69,7 @@ def analyze_document(analyzer: Analyzer, text: str, metadata: Mapping[str, Any] 
     """A document's text terms and the terms of its ``metadata["title"]`` (none unless the title is a string).
 
     Example:
-        >>> from rrf_retriever.text import default_analyzer
+        >>> from rrf_retriever.analysis.analyzer import default_analyzer
         >>> analyze_document(default_analyzer(), "Cooking pasta", {"title": "Italian food", "n": 1})
         (['cook', 'pasta'], ['italian', 'food'])
     """

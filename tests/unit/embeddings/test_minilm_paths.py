@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import MiniLMEmbedding
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.layout import (
+from rrf_retriever.index.directory import (
     IndexDirectoryError,
     create_index,
     describe_embedding,

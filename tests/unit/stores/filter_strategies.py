@@ -1,7 +1,7 @@
 """Shared hypothesis strategies for the filter language, and the exactness check every store runs (DESIGN 5).
 
-Every store compiles the filter tree of :mod:`rrf_retriever.scope` its own way (SQL, a numpy mask, a Qdrant
-``Filter``, a post-filter); :func:`rrf_retriever.scope.matches` is the reference. These strategies draw metadata
+Every store compiles the filter tree of :mod:`rrf_retriever.scope.tree` its own way (SQL, a numpy mask, a Qdrant
+``Filter``, a post-filter); :func:`rrf_retriever.scope.tree.matches` is the reference. These strategies draw metadata
 and filters over a small key set (so filters hit), with the values that trip typed comparisons: numbers as ints
 and floats, strings that look like numbers (``"42"``, ``"1e3"``, ``"0x1"``, ``" 7"``), bools next to 0 and 1,
 lists (empty too), None, missing keys. :func:`assert_store_scopes_exactly` is the check.
@@ -29,18 +29,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from rrf_retriever.scope import (
-    AllOf,
-    AnyOf,
-    Exists,
-    FilterNode,
-    Match,
-    Not,
-    Range,
-    matches,
-    normalize_filter,
-    scope_key,
-)
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, matches, scope_key
 
 __all__ = [
     "KEYS",
@@ -269,7 +259,7 @@ def assert_store_scopes_exactly(
     close: bool = True,
 ) -> None:
     """Add ``docs`` to a fresh store and assert its search returns exactly the documents
-    :func:`rrf_retriever.scope.matches` accepts, minus ``exclude_ids``; and, if the store has ``ids_matching``,
+    :func:`rrf_retriever.scope.tree.matches` accepts, minus ``exclude_ids``; and, if the store has ``ids_matching``,
     that it returns exactly the matching ids, sorted (exclusions do not apply to it).
 
     Args:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.text import Analyzer, default_analyzer
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 TEXTS = [
     "Hybrid retrieval fuses dense vectors and keyword search",

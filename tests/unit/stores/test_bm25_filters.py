@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from rrf_retriever import InvalidFilterError
-from rrf_retriever.scope import AnyOf, matches, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AnyOf, matches
 from rrf_retriever.stores.base import IdsMatching
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.bm25_scope import ScopeIndex
+from rrf_retriever.stores.bm25.scope import ScopeIndex
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
 
 METAS = {
     "a": {"n": 1, "tag": "x"},

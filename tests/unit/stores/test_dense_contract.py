@@ -25,7 +25,8 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreLockedError,
 )
-from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.base import DenseStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore, point_id
 

@@ -1,5 +1,5 @@
 """The Done-when of the filter language (DESIGN 5, issue 14): every store we own returns exactly the documents
-:func:`rrf_retriever.scope.matches` accepts, for random nested filters of every operator over random metadata
+:func:`rrf_retriever.scope.tree.matches` accepts, for random nested filters of every operator over random metadata
 (:mod:`tests.unit.stores.filter_strategies`), and ``ids_matching`` lists exactly those ids.
 
 Stores: FTS5KeywordStore (SQL over the typed side table), BM25KeywordStore with both engines (a numpy mask),
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from rrf_retriever.engine.legs import FunctionLeg
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.types import Hit
 from tests.unit.stores.filter_strategies import assert_store_scopes_exactly, cases
 
@@ -36,7 +36,7 @@ class _CallableRetriever:
 
 
 def _leg_search(store: _CallableRetriever, limit: int, flt: Any, excl: frozenset[str]) -> list[Hit]:
-    from rrf_retriever.scope import normalize_filter
+    from rrf_retriever.scope.parse import normalize_filter
 
     return store.leg.search("alpha", None, limit, normalize_filter(flt), excl)
 

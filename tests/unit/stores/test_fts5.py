@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -15,10 +16,9 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores import fts5_sql
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.stores.fts5_sql import fts_token, scope_sql, split_by_idf
-from rrf_retriever.text import Analyzer
+from rrf_retriever.stores.fts5 import sql as fts5_sql
+from rrf_retriever.stores.fts5.sql import fts_token, scope_sql, split_by_idf
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 
 def ids_of(hits: list) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rrf_retriever.errors import StoreError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd"
@@ -114,8 +114,8 @@ def test_concurrent_searches_from_many_threads_agree(tmp_path: Path) -> None:
 
 
 def test_a_refused_open_keeps_no_file_open(tmp_path: Path) -> None:
+    from rrf_retriever.analysis.analyzer import Analyzer
     from rrf_retriever.errors import InvalidArgumentError
-    from rrf_retriever.text import Analyzer
 
     path = tmp_path / "kw.sqlite"
     FTS5KeywordStore(path, fields=("text",)).close()

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from rrf_retriever import InvalidFilterError
-from rrf_retriever.scope import matches, normalize_filter
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.stores.fts5_sql import ranked_sql, scope_sql
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
+from rrf_retriever.stores.fts5.sql import ranked_sql, scope_sql
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 METAS = {
     "a": {"n": 1, "tag": "x"},

@@ -1,4 +1,4 @@
-"""The pure SQL builders of the FTS5 store (rrf_retriever.stores.fts5_sql), with closed-form expectations."""
+"""The pure SQL builders of the FTS5 store (rrf_retriever.stores.fts5.sql), with closed-form expectations."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.stores.fts5_sql import (
+from rrf_retriever.stores.fts5.sql import (
     SCHEMA_VERSION,
     Tables,
     check_table,
@@ -30,6 +29,7 @@ from rrf_retriever.stores.fts5_sql import (
     split_by_idf,
     store_error,
 )
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 
 def test_tables_are_named_from_a_checked_prefix() -> None:

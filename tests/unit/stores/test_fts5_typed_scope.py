@@ -3,7 +3,7 @@
 The side table once had a ``value`` column of NUMERIC affinity, so SQLite turned ``"042"``, ``" 42"``,
 ``"+42"`` or ``"4.2e1"`` into the integer 42: a filter ``{"session_id": "42"}`` returned them all on the keyword
 leg (a scope leak), and ``{"tags": ["1", "1.0"]}`` could not be stored at all. These tests pin the fix, the
-migration of index files written by that schema, and a property test against :func:`rrf_retriever.scope.matches`.
+migration of index files written by that schema, and a property test against :func:`rrf_retriever.scope.tree.matches`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rrf_retriever.scope import matches, normalize_filter
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
-from rrf_retriever.text import default_analyzer
+from rrf_retriever.analysis.analyzer import default_analyzer
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 #: Strings that SQLite's NUMERIC affinity would read as numbers (or that look like them to a person).
 NUMBER_LIKE = [

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError, RRFRetrieverError
-from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.base import KeywordStore
-from rrf_retriever.stores.bm25 import BM25KeywordStore
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
 from rrf_retriever.types import Hit
 

@@ -1,4 +1,4 @@
-"""Every Qdrant store returns exactly the documents :func:`rrf_retriever.scope.matches` accepts, for random nested
+"""Every Qdrant store returns exactly the documents :func:`rrf_retriever.scope.tree.matches` accepts, for random nested
 filters over random metadata (:mod:`tests.unit.stores.filter_strategies`), and ``ids_matching`` lists exactly
 those ids. Plus integers past 2**53 next to range bounds, where Qdrant compares in float64.
 
@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.scope import matches, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
     QdrantEdgeDenseStore,

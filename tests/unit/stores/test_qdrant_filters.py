@@ -1,4 +1,4 @@
-"""The filter language compiled into every Qdrant store, case by case, against :func:`rrf_retriever.scope.matches`.
+"""The filter language compiled into every Qdrant store, case by case, against :func:`rrf_retriever.scope.tree.matches`.
 
 Each typed edge case Qdrant reads its own way is here: ``MatchValue(2)`` never matches the float 2.0, ranges
 compare in float64 past 2**53 (an integer rounds onto a bound), an empty ``should`` is true, ``IsEmpty`` on a dict
@@ -21,7 +21,8 @@ import qdrant_edge as qe
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError
-from rrf_retriever.scope import AllOf, AnyOf, Exists, Match, Not, Range, matches, normalize_filter
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, Not, Range, matches
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
     QdrantEdgeDenseStore,

@@ -22,7 +22,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, StoreError
 from rrf_retriever.stores.base import DenseStore, KeywordStore, SearchRequest
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
     QdrantEdgeHybridStore,

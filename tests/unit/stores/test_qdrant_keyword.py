@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreLockedError
 from rrf_retriever.stores.base import DenseStore, KeywordStore
-from rrf_retriever.stores.bm25 import BM25KeywordStore
+from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.qdrant import (
     CONTENT_KEY,
     DOC_ID_KEY,
@@ -37,7 +38,6 @@ from rrf_retriever.stores.qdrant.keyword import (
     query_vector,
     term_id,
 )
-from rrf_retriever.text import Analyzer
 
 K1_PLUS_1 = 2.2  # bm25s ("lucene") drops BM25's constant factor k1 + 1: our scores are its scores times 2.2
 

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 
+from rrf_retriever.analysis.analyzer import default_analyzer
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.stores.fts5 import FTS5KeywordStore
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import (
     QdrantEdgeHybridStore,
     QdrantEdgeKeywordStore,
@@ -27,7 +28,6 @@ from rrf_retriever.stores.qdrant import (
 from rrf_retriever.stores.qdrant.keyword import document_vector
 from rrf_retriever.stores.qdrant.keyword_client import METADATA_PARAMS_KEY
 from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, term_id
-from rrf_retriever.text import default_analyzer
 
 DOCS = {
     "t": ("Effects of statins on the heart", {"title": "Cholesterol trial"}),

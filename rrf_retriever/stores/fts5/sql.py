@@ -1,7 +1,7 @@
 """Pure builders of the FTS5 store's SQL: schema, scope (filter + exclusions), ranking, and the zero-IDF plan.
 
 Every function here is pure (or asks only a private in-memory SQLite for a fact of its build), so tests and
-tools can inspect exactly what :class:`~rrf_retriever.stores.fts5.FTS5KeywordStore` runs. User values are never
+tools can inspect exactly what :class:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore` runs. User values are never
 spliced into SQL: keys, values and ids always travel as bound parameters; the only names in the SQL text are
 the table prefix and the field names, both checked against a plain-name pattern first.
 
@@ -13,17 +13,17 @@ Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data
   does not stem with Porter (``Analyzer(language="german")``) holds the analyzer's terms under
   ``unicode61 remove_diacritics 0`` instead (:func:`tokenizer_for`).
 * ``t_scope``: one row per scalar metadata value (``doc``, ``key``, ``vtype``, ``value``), indexed, so a filter
-  is an indexed ``rowid IN (...)``. ``vtype`` is the type tag of :func:`rrf_retriever.scope.scope_key` (``b``,
+  is an indexed ``rowid IN (...)``. ``vtype`` is the type tag of :func:`rrf_retriever.scope.tree.scope_key` (``b``,
   ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity converts nothing, so ``"042"`` stays the text
   ``"042"`` and never equals ``"42"`` or ``42``. (Schema 1 declared it ``ANY``, which in an ordinary table is
   NUMERIC affinity: SQLite stored ``"042"``, ``" 42"`` and ``"4.2e1"`` as the integer 42. Schema 3 added a
   presence row per key for ``$exists``. An index of schema 1 or 2 is migrated when opened: the table of
   :func:`scope_table_sql` is rebuilt from the stored metadata JSON.) The filter compiler and the rows are in
-  :mod:`rrf_retriever.stores.fts5_scope`.
+  :mod:`rrf_retriever.stores.fts5.scope`.
 * ``t_meta``: schema version, analyzer config, fields, field weights and the document count.
 
 Example:
-    >>> from rrf_retriever.scope import normalize_filter
+    >>> from rrf_retriever.scope.parse import normalize_filter
     >>> sql, params = scope_sql(normalize_filter({"session_id": "42"}), frozenset({"d1"}))
     >>> "json_each" in sql and params[:2]
     ['session_id', 's']
@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -47,8 +48,7 @@ from rrf_retriever.errors import (
 )
 
 # The scope side table and the filter compiler live in fts5_scope; re-exported here, where callers found them.
-from rrf_retriever.stores.fts5_scope import scope_rows, scope_sql, scope_table_sql, scope_value, where_sql
-from rrf_retriever.text import Analyzer
+from rrf_retriever.stores.fts5.scope import scope_rows, scope_sql, scope_table_sql, scope_value, where_sql
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -144,9 +144,9 @@ def check_field_weights(weights: object, fields: Sequence[str]) -> dict[str, flo
 
 
 def check_analyzer(analyzer: object) -> None:
-    """None or an :class:`~rrf_retriever.text.Analyzer` (any stemmer: see :func:`tokenizer_for`)."""
+    """None or an :class:`~rrf_retriever.analysis.analyzer.Analyzer` (any stemmer: see :func:`tokenizer_for`)."""
     if analyzer is not None and not isinstance(analyzer, Analyzer):
-        msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
+        msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(analyzer).__name__}"
         raise InvalidTypeError(msg)
 
 

@@ -1,6 +1,6 @@
 """In-memory BM25 keyword store (bm25s or rank-bm25), for notebooks, tests and small corpora.
 
-Documents are analyzed once, on ``add``, with the same :class:`~rrf_retriever.text.Analyzer` the FTS5 store uses
+Documents are analyzed once, on ``add``, with the same :class:`~.analysis.analyzer.Analyzer` the FTS5 store uses
 (stopwords dropped, Porter stems), so both keyword stores agree on what matches ("configuring" finds
 "configure"). The BM25 index is rebuilt lazily: ``add`` and ``delete`` only mark it stale, and the next
 ``search`` rebuilds it once, however many writes came before.
@@ -47,15 +47,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     StoreError,
     missing_dependency,
 )
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter, normalize_scope
+from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
-from rrf_retriever.stores.bm25_files import (
+from rrf_retriever.stores.bm25.files import (
     LOCK_FILE,
     Doc,
     live_folder,
@@ -64,9 +66,8 @@ from rrf_retriever.stores.bm25_files import (
     saved_settings,
     write_folder,
 )
-from rrf_retriever.stores.bm25_scope import ScopeIndex
+from rrf_retriever.stores.bm25.scope import ScopeIndex
 from rrf_retriever.stores.lockfile import lock_directory, release
-from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
@@ -170,7 +171,7 @@ class BM25KeywordStore(StoreBase):
             msg = f"engine must be 'bm25s' or 'rank_bm25', got {engine!r}"
             raise InvalidArgumentError(msg)
         if analyzer is not None and not isinstance(analyzer, Analyzer):
-            msg = f"analyzer must be an rrf_retriever.text.Analyzer, not {type(analyzer).__name__}"
+            msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(analyzer).__name__}"
             raise InvalidTypeError(msg)
         self.path: Path | None = None if path is None else Path(path)
         self._lock_fh: Any = None

@@ -17,7 +17,7 @@ The language (Mongo-style, the dialect LangChain vector stores use):
 lacks the key (as Mongo and Qdrant's ``must_not`` do), and a list ``[1, 2]`` does not match ``{"$ne": 1}``.
 
 Example:
-    >>> from rrf_retriever.scope import normalize_filter, matches
+    >>> from rrf_retriever.scope.parse import normalize_filter
     >>> normalize_filter({"session_id": [1, 2], "lang": "en"})
     AllOf(parts=(Match(key='lang', values=('en',)), Match(key='session_id', values=(1, 2))))
     >>> matches({"n": 3, "lang": "en"}, normalize_filter({"lang": "en", "n": {"$gte": 1, "$lt": 5}}))
@@ -27,16 +27,14 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
 from rrf_retriever.errors import InvalidTypeError
-from rrf_retriever.scope_text import FILTER_VALUE_TYPES, parse_filter_item, parse_filter_values
-from rrf_retriever.validate import check_id
+from rrf_retriever.validate import INT64_MAX, INT64_MIN
 
 __all__ = [
-    "FILTER_VALUE_TYPES",
     "AllOf",
     "AnyOf",
     "Exists",
@@ -48,11 +46,6 @@ __all__ = [
     "Not",
     "Range",
     "matches",
-    "normalize_exclude_ids",
-    "normalize_filter",
-    "normalize_scope",
-    "parse_filter_item",
-    "parse_filter_values",
     "scope_key",
 ]
 
@@ -114,45 +107,13 @@ FilterNode = Union[Match, Range, Exists, AllOf, AnyOf, Not]  # noqa: UP007 (a ru
 #: What stores receive: the validated tree (the name stores imported when the form was ``{key: (values)}``).
 NormalizedFilter = FilterNode
 
-_INT64 = (-(2**63), 2**63)
 _NODES = (Match, Range, Exists, AllOf, AnyOf, Not)
 
 
-def normalize_filter(filter: FilterSpec | FilterNode | None) -> FilterNode | None:
-    """Validate a metadata filter and bring it to the node tree every store compiles.
-
-    Args:
-        filter: A filter mapping (shorthand, ``$`` operators, ``$and`` / ``$or`` / ``$not``), a
-            :data:`FilterNode` (validated, then returned unchanged), or None.
-
-    Returns:
-        The node, or None for no filter (``None`` or ``{}``). A mapping with several keys becomes an
-        :class:`AllOf` of their nodes in sorted key order; with one key, that key's node.
-
-    Raises:
-        InvalidFilterError: an unknown operator, a bound that is not a finite number (a bool is not one), a value
-            that is not str, int or bool (None included), a key that is not a field name, an empty ``$and`` /
-            ``$or`` list or nested ``{}``, more than 32 levels, 10,000 conditions or 10,000 values in one list.
-
-    Example:
-        >>> normalize_filter({"b": 1, "a": ["x", "x", "y"]})
-        AllOf(parts=(Match(key='a', values=('x', 'y')), Match(key='b', values=(1,))))
-        >>> normalize_filter({"n": {"$gte": 1, "$lt": 5}, "$not": {"tag": "draft"}})
-        AllOf(parts=(Not(part=Match(key='tag', values=('draft',))), Range(key='n', gt=None, gte=1, lt=5, lte=None)))
-    """
-    if filter is None:
-        return None
-    if isinstance(filter, Mapping) and not filter:
-        return None
-    from rrf_retriever.scope_parse import parse  # the dialect's parser and validator (imports this module)
-
-    return parse(filter)
-
-
-def matches(metadata: Mapping[str, Any], flt: FilterNode | FilterSpec | None) -> bool:
+def matches(metadata: Mapping[str, Any], flt: FilterNode | None) -> bool:
     """Reference semantics of a filter on one metadata mapping: THE spec every store's compiler is tested against.
 
-    A mapping ``flt`` is normalized first (a hot loop should pass the node). A metadata value that is a list
+    ``flt`` is a parsed tree (:func:`rrf_retriever.scope.parse.normalize_filter`). A metadata value that is a list
     matches :class:`Match` / :class:`Range` when any element does (as Qdrant does for arrays).
 
     Example:
@@ -161,8 +122,10 @@ def matches(metadata: Mapping[str, Any], flt: FilterNode | FilterSpec | None) ->
     """
     if flt is None:
         return True
-    node = flt if isinstance(flt, _NODES) else normalize_filter(flt)
-    return node is None or _eval(metadata, node)
+    if not isinstance(flt, _NODES):
+        msg = f"matches takes a parsed filter (scope.parse.normalize_filter), not {type(flt).__name__}"
+        raise InvalidTypeError(msg)
+    return _eval(metadata, flt)
 
 
 def _eval(metadata: Mapping[str, Any], node: FilterNode) -> bool:
@@ -211,44 +174,9 @@ def scope_key(value: object) -> tuple[str, Any] | None:
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int):
-        return ("n", value) if _INT64[0] <= value < _INT64[1] else None
+        return ("n", value) if INT64_MIN <= value <= INT64_MAX else None
     if isinstance(value, float):
         return ("n", value) if math.isfinite(value) else None
     if isinstance(value, str):
         return ("s", value)
     return None
-
-
-def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
-    """Validate ``exclude_ids``: an iterable of string ids (a single string is refused, it is not a list).
-
-    Example:
-        >>> sorted(normalize_exclude_ids(["a", "b", "a"]))
-        ['a', 'b']
-    """
-    if exclude_ids is None:
-        return frozenset()
-    if isinstance(exclude_ids, (str, bytes)):
-        msg = "exclude_ids must be a list of ids, not a single string"
-        raise InvalidTypeError(msg)
-    try:
-        ids = list(exclude_ids)
-    except TypeError as exc:
-        msg = f"exclude_ids must be an iterable of ids, not {type(exclude_ids).__name__}"
-        raise InvalidTypeError(msg) from exc
-    for doc_id in ids:
-        check_id(doc_id, field_name="exclude_ids")
-    return frozenset(ids)
-
-
-def normalize_scope(
-    filter: FilterSpec | FilterNode | None,
-    exclude_ids: Iterable[str] | None,
-) -> tuple[FilterNode | None, frozenset[str]]:
-    """Validate and normalise a store call's scope (idempotent: normalised input passes through).
-
-    Example:
-        >>> normalize_scope({"s": 1}, ["x"])
-        (Match(key='s', values=(1,)), frozenset({'x'}))
-    """
-    return normalize_filter(filter), normalize_exclude_ids(exclude_ids)

@@ -4,18 +4,18 @@
 below is an index range:
 
 * one row per scalar metadata value (and per scalar element of a list): ``vtype`` is the type tag of
-  :func:`rrf_retriever.scope.scope_key` (``b``, ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity
+  :func:`rrf_retriever.scope.tree.scope_key` (``b``, ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity
   converts nothing, so ``"042"`` stays the text ``"042"`` and never equals ``"42"`` or ``42``;
 * one presence row ``(key, "e", 1)`` per key whose value is not None and not an empty list (``$exists``: a
   dict, a list of dicts or ``[None]`` is present although no scalar row holds it). Schema 3 added these rows.
 
-:func:`scope_sql` turns a :data:`~rrf_retriever.scope.FilterNode` into a boolean SQL expression on a rowid:
+:func:`scope_sql` turns a :data:`~rrf_retriever.scope.tree.FilterNode` into a boolean SQL expression on a rowid:
 :class:`Match` and :class:`Range` and :class:`Exists` are ``rowid IN (SELECT doc FROM t_scope WHERE ...)``,
 logic is ``AND`` / ``OR`` / ``NOT`` over those, so ``NOT`` is the complement over documents (a document without
 the key matches ``$ne``). SQLite compares an INTEGER and a REAL exactly, as Python does.
 
 Example:
-    >>> from rrf_retriever.scope import normalize_filter
+    >>> from rrf_retriever.scope.parse import normalize_filter
     >>> sql, params = scope_sql(normalize_filter({"n": {"$gte": 2}}), frozenset())
     >>> params
     ['n', 2]
@@ -28,18 +28,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rrf_retriever.scope import (
-    AllOf,
-    AnyOf,
-    Exists,
-    FilterNode,
-    FilterSpec,
-    Match,
-    Not,
-    Range,
-    normalize_filter,
-    scope_key,
-)
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, Match, Not, Range, scope_key
 
 __all__ = ["PRESENT", "scope_rows", "scope_sql", "scope_table_sql", "scope_value", "where_sql"]
 
@@ -74,7 +64,7 @@ def scope_table_sql(table: str = "rrf") -> list[str]:
 
 
 def scope_value(value: object) -> tuple[str, Any] | None:
-    """The ``(vtype, value)`` a scalar is stored and compared as: :func:`~rrf_retriever.scope.scope_key`, in a
+    """The ``(vtype, value)`` a scalar is stored and compared as: :func:`~rrf_retriever.scope.tree.scope_key`, in a
     form SQLite holds exactly (a bool as 0/1 under its own tag ``b``). None: no filter can match it (NaN, None,
     containers, an integer beyond 64 bits).
 
@@ -91,8 +81,8 @@ def scope_value(value: object) -> tuple[str, Any] | None:
 
 def scope_rows(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
     """Every ``(key, vtype, value)`` of the side table for one document: a presence row per key that
-    :class:`~rrf_retriever.scope.Exists` accepts, then its scalars and the scalar elements of its lists (and
-    tuples, as :func:`~rrf_retriever.scope.matches` reads them), each once (``2`` and ``2.0`` are one number;
+    :class:`~rrf_retriever.scope.tree.Exists` accepts, then its scalars and the scalar elements of its lists (and
+    tuples, as :func:`~rrf_retriever.scope.tree.matches` reads them), each once (``2`` and ``2.0`` are one number;
     ``"1"`` and ``"1.0"`` two strings).
 
     Example:

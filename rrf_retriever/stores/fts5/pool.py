@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rrf_retriever.errors import StoreError, StoreUnavailableError
-from rrf_retriever.stores.fts5_sql import store_error
+from rrf_retriever.stores.fts5.sql import store_error
 
 __all__ = ["POOL_SIZE", "Connection", "SQLiteConnections"]
 

@@ -1,7 +1,7 @@
 """Store construction of an index directory: the keyword and dense stores (and the joint Qdrant pair) where the
 layout puts them, and the embedders an index names by spec (``"minilm"``, ``"hashing:<dim>"``).
 
-Split from :mod:`rrf_retriever.layout` (which re-exports every name here); the directory layout is described there.
+Split from :mod:`~.index.directory` (which re-exports every name here); the directory layout is described there.
 
 Example:
     >>> make_keyword_store("fts5", None).count()
@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
-from rrf_retriever.text import Analyzer, as_analyzer
 
 __all__ = [
     "BM25_DIR",
@@ -132,7 +132,7 @@ def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer:
     ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root), or BM25 as Qdrant sparse
     vectors: ``"qdrant-edge"`` (``root/keyword-qdrant-edge/``) or ``"qdrant"`` (qdrant-client,
     ``root/keyword-qdrant/``). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
-    ``analyzer`` (an :class:`~rrf_retriever.text.Analyzer`, or a language name: :func:`as_analyzer`) is the store's;
+    ``analyzer`` (an :class:`~.analysis.analyzer.Analyzer`, or a language name: :func:`as_analyzer`) is the store's;
     None: a new store's default, a reopened store's saved one.
 
     Example:
@@ -141,14 +141,14 @@ def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer:
     """
     analyzer = as_analyzer(analyzer)
     if kind == "fts5":
-        from rrf_retriever.stores.fts5 import FTS5KeywordStore
+        from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
         if root is None:
             return FTS5KeywordStore(":memory:", analyzer=analyzer)
         Path(root).mkdir(parents=True, exist_ok=True)
         return FTS5KeywordStore(Path(root) / KEYWORD_FILE, analyzer=analyzer)
     if kind == "bm25":
-        from rrf_retriever.stores.bm25 import BM25KeywordStore
+        from rrf_retriever.stores.bm25.store import BM25KeywordStore
 
         return BM25KeywordStore(path=None if root is None else Path(root) / BM25_DIR, analyzer=analyzer)
     if kind == "qdrant-edge":

@@ -1,4 +1,4 @@
-"""The on-disk format of :class:`~rrf_retriever.stores.bm25.BM25KeywordStore`: JSON and ``.npy`` files (never
+"""The on-disk format of :class:`~rrf_retriever.stores.bm25.store.BM25KeywordStore`: JSON and ``.npy`` files (never
 pickle), and the snapshot switch that makes a persistent store's saves atomic.
 
 A folder holds ``store.json`` (format, settings, vocabulary), ``documents.jsonl`` (id, text, metadata per line),
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.errors import InvalidArgumentError, StoreError
-from rrf_retriever.text import Analyzer, saved_config
 
 __all__ = [
     "CURRENT",
@@ -122,7 +122,7 @@ def fsync_dir(path: Path) -> None:
 
 def live_folder(root: Path) -> Path | None:
     """The folder holding a store's files: the snapshot ``CURRENT`` names, ``root`` itself for a plain
-    :meth:`~rrf_retriever.stores.bm25.BM25KeywordStore.save`, or None if ``root`` holds no store."""
+    :meth:`~rrf_retriever.stores.bm25.store.BM25KeywordStore.save`, or None if ``root`` holds no store."""
     pointer = root / CURRENT
     if pointer.is_file():
         name = pointer.read_text(encoding="utf-8").strip()

@@ -1,14 +1,14 @@
 """The FTS5 store's schema on open: a new file's tables and saved config, an older schema's migration, and the
 saved config read back and checked against what the caller asked for.
 
-:class:`~rrf_retriever.stores.fts5.FTS5KeywordStore` calls these inside its "create its tables" write
-transaction; the DDL itself comes from :mod:`rrf_retriever.stores.fts5_sql`. Migration: schema 1 -> 2 rebuilt the
+:class:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore` calls these inside its "create its tables" write
+transaction; the DDL itself comes from :mod:`rrf_retriever.stores.fts5.sql`. Migration: schema 1 -> 2 rebuilt the
 scope table without numeric affinity (``"042"`` never matches ``"42"``), 2 -> 3 rebuilt it with the presence rows
 of ``$exists``.
 
 Example:
     >>> import sqlite3
-    >>> from rrf_retriever.text import default_analyzer
+    >>> from rrf_retriever.analysis.analyzer import default_analyzer
     >>> conn = sqlite3.connect(":memory:")
     >>> tables = sql.Tables.of("rrf")
     >>> read_saved(conn, tables)
@@ -25,9 +25,9 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 
+from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, StoreError
-from rrf_retriever.stores import fts5_sql as sql
-from rrf_retriever.text import Analyzer
+from rrf_retriever.stores.fts5 import sql
 
 __all__ = ["check_saved", "create", "migrate", "parse_saved", "read_saved"]
 
@@ -55,7 +55,7 @@ def create(
     """Create a new store's tables and save its config (schema version, analyzer, fields, weights, count 0).
 
     Example:
-        >>> from rrf_retriever.text import default_analyzer
+        >>> from rrf_retriever.analysis.analyzer import default_analyzer
         >>> conn, tables = sqlite3.connect(":memory:"), sql.Tables.of("rrf")
         >>> _ = read_saved(conn, tables); create(conn, "rrf", tables, ("text",), {"text": 1.0}, default_analyzer())
         >>> read_saved(conn, tables)["count"]
@@ -118,7 +118,7 @@ def parse_saved(saved: dict[str, str], path: str) -> tuple[tuple[str, ...], dict
         StoreError: a saved row is missing or unreadable (``path`` names the file).
 
     Example:
-        >>> from rrf_retriever.text import default_analyzer
+        >>> from rrf_retriever.analysis.analyzer import default_analyzer
         >>> config = json.dumps(default_analyzer().config())
         >>> parse_saved({"fields": '["text"]', "analyzer": config, "count": "0"}, ":memory:")[:2]
         (('text',), {})
@@ -164,7 +164,7 @@ def check_saved(
         StoreError: the saved config is unreadable.
 
     Example:
-        >>> from rrf_retriever.text import default_analyzer
+        >>> from rrf_retriever.analysis.analyzer import default_analyzer
         >>> saved = {"fields": '["text"]', "analyzer": json.dumps(default_analyzer().config()), "count": "0"}
         >>> check_saved(saved, None, ":memory:", None, {"text": 2})[:2]
         (('text',), {'text': 2.0})

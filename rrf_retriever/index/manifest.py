@@ -2,7 +2,7 @@
 (exclusively), adopting a manifest-less folder of layout entries, refreshing it from the stores, and the settings it
 saves for the next open.
 
-Split from :mod:`rrf_retriever.layout` (which re-exports every public name here); the manifest's keys and the
+Split from :mod:`rrf_retriever.index.directory` (which re-exports every public name here); the manifest's keys and the
 directory layout are described there.
 
 Example:
@@ -23,9 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import RRFRetrieverError, StoreUnavailableError
-from rrf_retriever.layout_stores import (
+from rrf_retriever.index.registry import (
     _DENSE_DIRS,
     _KEYWORD_PLACES,
     BM25_DIR,
@@ -39,7 +40,6 @@ from rrf_retriever.layout_stores import (
     describe_embedding,
     embedder_spec,
 )
-from rrf_retriever.text import Analyzer, saved_config
 
 __all__ = [
     "FORMAT_VERSION",
@@ -54,8 +54,8 @@ __all__ = [
     "with_saved_settings",
 ]
 
-# The logger these functions always used (they lived in rrf_retriever.layout): logging filters keep working.
-logger = logging.getLogger("rrf_retriever.layout")
+# The logger these functions always used (they lived in rrf_retriever.index.directory): logging filters keep working.
+logger = logging.getLogger("rrf_retriever.index.directory")
 
 MANIFEST_FILE = "rrf-index.json"
 #: The engine's write-ahead journal: a batch interrupted by a crash is redone in both stores on the next open.
@@ -75,8 +75,8 @@ class IndexDirectoryError(StoreUnavailableError):
     another embedder); the message says which and what to do."""
 
 
-# Public as rrf_retriever.layout.IndexDirectoryError (re-exported there): keep that name in tracebacks and pickles.
-IndexDirectoryError.__module__ = "rrf_retriever.layout"
+# Public as rrf_retriever.index.directory.IndexDirectoryError (re-exported there): that name in tracebacks/pickles.
+IndexDirectoryError.__module__ = "rrf_retriever.index.directory"
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind
     now = _now()
     analyzer = None
     if not _is_external(keyword_kind):
-        from rrf_retriever.text import default_analyzer
+        from rrf_retriever.analysis.analyzer import default_analyzer
 
         analyzer = default_analyzer().config()  # the layout's keyword stores use the default analyzer
     return {

@@ -4,7 +4,7 @@ One SQLite file (or ``":memory:"``) holds the documents, an FTS5 index of the *n
 (:meth:`Analyzer.normalize`: NFKC, lower case, Latin diacritics folded, CJK runs as bigrams, so index and queries
 agree where unicode61 alone would not; a store whose analyzer is not Porter, e.g. ``Analyzer(language="german")``,
 indexes the analyzer's own stemmed terms instead), a typed scope side table for filters, and the store's config;
-the layout and every SQL statement are built by the pure functions of :mod:`rrf_retriever.stores.fts5_sql`. An
+the layout and every SQL statement are built by the pure functions of :mod:`rrf_retriever.stores.fts5.sql`. An
 index file of an older schema is migrated when opened (schema 1 -> 2: the scope table rebuilt without numeric
 affinity, so ``"042"`` never matches ``"42"``; 2 -> 3: rebuilt with the presence rows of ``$exists``).
 
@@ -17,7 +17,7 @@ and OR-ed: no user character is ever parsed as FTS5 syntax. A query with no surv
 
 Speed: FTS5 walks the whole doclist of every query term, and a term in at least half of the documents adds
 only ~1e-6 to any score (``bm25()`` clamps its IDF). Such terms are left out of a first pass
-(:func:`~rrf_retriever.stores.fts5_sql.split_by_idf`); a second pass fills up when the first finds fewer than
+(:func:`~rrf_retriever.stores.fts5.sql.split_by_idf`); a second pass fills up when the first finds fewer than
 ``limit`` documents. The result is the plain OR query's top ``limit`` (``skip_common_terms=False`` runs that).
 
 Threads: a file store lends each call a connection from a small pool of idle ones (WAL: readers never block
@@ -43,14 +43,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
+from rrf_retriever.analysis.languages import words
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUnavailableError
-from rrf_retriever.languages import words
-from rrf_retriever.scope import FilterSpec, NormalizedFilter, normalize_filter, normalize_scope
-from rrf_retriever.stores import fts5_schema as schema
-from rrf_retriever.stores import fts5_sql as sql
+from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
-from rrf_retriever.stores.sqlite_pool import Connection, SQLiteConnections
-from rrf_retriever.text import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
+from rrf_retriever.stores.fts5 import schema, sql
+from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
@@ -392,7 +392,7 @@ class FTS5KeywordStore(StoreBase):
         Args:
             query: The user's text, any string. Only the analyzer's terms are used, each as plain text.
             limit: How many hits at most (0 gives []).
-            filter: A metadata filter (:mod:`rrf_retriever.scope`: shorthand ``{"key": value | [values]}``,
+            filter: A metadata filter (:mod:`rrf_retriever.scope.tree`: shorthand ``{"key": value | [values]}``,
                 ``$`` operators, ``$and`` / ``$or`` / ``$not``), or a normalised node; typed equality.
             exclude_ids: Ids never to return.
 

@@ -1,8 +1,8 @@
-"""The parser and validator of the filter language (see :mod:`rrf_retriever.scope`, which re-exports what is public):
+"""The parser and validator of the filter language (the tree it builds is :mod:`rrf_retriever.scope.tree`'s):
 a filter mapping (shorthand, ``$`` operators, logic) or a node tree -> a validated, canonical node tree.
 
 Canonical: a mapping's keys in sorted order, a key's operators in sorted order with its range bounds merged into
-one :class:`~rrf_retriever.scope.Range`, equality values deduplicated (``2.0`` is ``2``), so equal filters give
+one :class:`~rrf_retriever.scope.tree.Range`, equality values deduplicated (``2.0`` is ``2``), so equal filters give
 equal trees and a tree given back passes through unchanged (the same object).
 
 Example:
@@ -16,11 +16,19 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from rrf_retriever.errors import InvalidFilterError
-from rrf_retriever.scope import AllOf, AnyOf, Exists, FilterNode, FilterValue, Match, Not, Range
-from rrf_retriever.validate import check_unicode
+from rrf_retriever.errors import InvalidFilterError, InvalidTypeError
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, FilterValue, Match, Not, Range
+from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_id, check_unicode
 
-__all__ = ["MAX_DEPTH", "MAX_FILTER_VALUES", "MAX_NODES", "parse"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILTER_VALUES",
+    "MAX_NODES",
+    "normalize_exclude_ids",
+    "normalize_filter",
+    "normalize_scope",
+    "parse",
+]
 
 # Keys name metadata fields. Stores bind them as parameters, but a tight pattern also keeps them portable
 # (Qdrant payload paths, JSON paths) and readable in errors.
@@ -34,7 +42,6 @@ _KEY_OPS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", "$not", *_RANGE_OP
 _LOGIC_OPS = frozenset({"$and", "$or", "$not"})
 _LISTS = (list, tuple, set, frozenset)
 _NODES = (Match, Range, Exists, AllOf, AnyOf, Not)
-_INT64 = (-(2**63), 2**63)
 
 
 def _fail(msg: str) -> InvalidFilterError:
@@ -56,7 +63,7 @@ def _check_filter_value(key: str, value: object) -> FilterValue:
         return value
     if isinstance(value, int):
         # Qdrant stores integers as int64 and SQLite as 64-bit too: refuse what neither can hold.
-        if not _INT64[0] <= value < _INT64[1]:
+        if not INT64_MIN <= value <= INT64_MAX:
             msg = f"filter value for {key!r} is out of the 64-bit integer range: {value}"
             raise _fail(msg)
         return value
@@ -100,7 +107,7 @@ def _check_bound(key: str, op: str, value: object) -> float | int:
     if isinstance(value, float) and not math.isfinite(value):
         msg = f"{op} on {key!r} needs a finite number, not {value!r}"
         raise _fail(msg)
-    if isinstance(value, int) and not _INT64[0] <= value < _INT64[1]:
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
         msg = f"{op} on {key!r}: {value} is out of the 64-bit integer range"
         raise _fail(msg)
     return value
@@ -256,10 +263,74 @@ def parse(spec: object) -> FilterNode:
     """A non-empty filter mapping or a node tree -> the validated, canonical node tree.
 
     Raises:
-        InvalidFilterError: see :func:`rrf_retriever.scope.normalize_filter`.
+        InvalidFilterError: see :func:`normalize_filter`.
 
     Example:
         >>> parse({"b": 1, "a": ["x", "x"]})
         AllOf(parts=(Match(key='a', values=('x',)), Match(key='b', values=(1,))))
     """
     return _parse(spec, _Budget(), 1)
+
+
+def normalize_filter(filter: FilterSpec | FilterNode | None) -> FilterNode | None:
+    """Validate a metadata filter and bring it to the node tree every store compiles.
+
+    Args:
+        filter: A filter mapping (shorthand, ``$`` operators, ``$and`` / ``$or`` / ``$not``), a
+            :data:`FilterNode` (validated, then returned unchanged), or None.
+
+    Returns:
+        The node, or None for no filter (``None`` or ``{}``). A mapping with several keys becomes an
+        :class:`AllOf` of their nodes in sorted key order; with one key, that key's node.
+
+    Raises:
+        InvalidFilterError: an unknown operator, a bound that is not a finite number (a bool is not one), a value
+            that is not str, int or bool (None included), a key that is not a field name, an empty ``$and`` /
+            ``$or`` list or nested ``{}``, more than 32 levels, 10,000 conditions or 10,000 values in one list.
+
+    Example:
+        >>> normalize_filter({"b": 1, "a": ["x", "x", "y"]})
+        AllOf(parts=(Match(key='a', values=('x', 'y')), Match(key='b', values=(1,))))
+        >>> normalize_filter({"n": {"$gte": 1, "$lt": 5}, "$not": {"tag": "draft"}})
+        AllOf(parts=(Not(part=Match(key='tag', values=('draft',))), Range(key='n', gt=None, gte=1, lt=5, lte=None)))
+    """
+    if filter is None:
+        return None
+    if isinstance(filter, Mapping) and not filter:
+        return None
+    return parse(filter)
+
+
+def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
+    """Validate ``exclude_ids``: an iterable of string ids (a single string is refused, it is not a list).
+
+    Example:
+        >>> sorted(normalize_exclude_ids(["a", "b", "a"]))
+        ['a', 'b']
+    """
+    if exclude_ids is None:
+        return frozenset()
+    if isinstance(exclude_ids, (str, bytes)):
+        msg = "exclude_ids must be a list of ids, not a single string"
+        raise InvalidTypeError(msg)
+    try:
+        ids = list(exclude_ids)
+    except TypeError as exc:
+        msg = f"exclude_ids must be an iterable of ids, not {type(exclude_ids).__name__}"
+        raise InvalidTypeError(msg) from exc
+    for doc_id in ids:
+        check_id(doc_id, field_name="exclude_ids")
+    return frozenset(ids)
+
+
+def normalize_scope(
+    filter: FilterSpec | FilterNode | None,
+    exclude_ids: Iterable[str] | None,
+) -> tuple[FilterNode | None, frozenset[str]]:
+    """Validate and normalise a store call's scope (idempotent: normalised input passes through).
+
+    Example:
+        >>> normalize_scope({"s": 1}, ["x"])
+        (Match(key='s', values=(1,)), frozenset({'x'}))
+    """
+    return normalize_filter(filter), normalize_exclude_ids(exclude_ids)

@@ -1,5 +1,5 @@
 """The textual filter syntax of the CLI (``--filter key[:type]=v1,v2``) and the HTTP query string
-(``session_ids=1,2``): comma lists of typed values. Re-exported by :mod:`rrf_retriever.scope`.
+(``session_ids=1,2``): comma lists of typed values. Re-exported by :mod:`rrf_retriever.scope.tree`.
 
 Example:
     >>> parse_filter_item("session_id=42,43")

@@ -13,7 +13,7 @@ The analyzer (shared by every keyword store, so FTS5 and BM25 agree):
    default: conservative, and what the published Lucene BM25 baselines use). 2-character tokens stay (``db``).
 4. Stem (Porter by default, the algorithm FTS5's ``porter`` tokenizer implements; or any Snowball
    language, or any callable, or none). ``Analyzer(language="german")`` picks a language's stemmer and
-   stopwords (:mod:`rrf_retriever.languages`).
+   stopwords (:mod:`rrf_retriever.analysis.languages`).
 
 ``build_match_query`` turns user text into an FTS5 query in which every term is a double-quoted string
 joined by ``OR``. Since a term only ever holds letters and digits, no user character can reach FTS5's
@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.languages import (
+from rrf_retriever.analysis.languages import (
     LANGUAGE_DEFAULT,
     STOPWORDS,
     LanguageDefault,
@@ -44,6 +43,7 @@ from rrf_retriever.languages import (
     tokenize,
     words,
 )
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.validate import check_int, check_str
 
 __all__ = [
@@ -85,7 +85,7 @@ class Analyzer:
 
     Args:
         stopwords: Words to drop (compared lower-cased, before stemming). Default: the language's list
-            (English: Lucene's 33 words; see :data:`rrf_retriever.languages.STOPWORDS` for the others; a
+            (English: Lucene's 33 words; see :data:`rrf_retriever.analysis.languages.STOPWORDS` for the others; a
             language without a shipped list drops none). Pass ``()`` to keep every word.
         stem: ``"porter"`` (English default, what FTS5's porter tokenizer does), ``"english"`` (Snowball
             Porter2), another Snowball language name, a callable ``str -> str``, or None for no stemming.
@@ -315,7 +315,7 @@ def as_analyzer(spec: Analyzer | str | None) -> Analyzer | None:
         return spec
     if isinstance(spec, str):
         return Analyzer(language=spec)
-    msg = f"analyzer must be an rrf_retriever.text.Analyzer or a language name, not {type(spec).__name__}"
+    msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer or a language name, not {type(spec).__name__}"
     raise InvalidTypeError(msg)
 
 

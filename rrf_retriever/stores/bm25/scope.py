@@ -1,13 +1,13 @@
 """The in-memory stores' filter compiler: a filter tree -> a numpy boolean mask over document positions.
 
 Built once per index snapshot from the documents' metadata, :class:`ScopeIndex` holds per key: the positions of
-each typed scalar value (:func:`~rrf_retriever.scope.scope_key`), the numeric values sorted (a range is two
+each typed scalar value (:func:`~rrf_retriever.scope.tree.scope_key`), the numeric values sorted (a range is two
 bisections and one slice), and the positions where the key is present (``$exists``). A query then costs a few
-numpy operations per node, never a Python call per document; :func:`rrf_retriever.scope.matches` is the
+numpy operations per node, never a Python call per document; :func:`rrf_retriever.scope.tree.matches` is the
 reference it is tested against.
 
 Example:
-    >>> from rrf_retriever.scope import normalize_filter
+    >>> from rrf_retriever.scope.parse import normalize_filter
     >>> idx = ScopeIndex([{"n": 1}, {"n": [2, 7]}, {"n": "7"}, {}])
     >>> idx.mask(normalize_filter({"n": {"$gt": 1.5}})).tolist()
     [False, True, False, False]
@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rrf_retriever.scope import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, scope_key
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, scope_key
 
 __all__ = ["ScopeIndex"]
 

@@ -52,11 +52,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
-from rrf_retriever.layout_manifest import (
+from rrf_retriever.index.manifest import (
     _EXTERNAL,
-    FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.layout import
+    FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.index.directory import
     JOURNAL_FILE,
     MANIFEST_FILE,
     MANIFEST_SETTINGS_KEY,  # noqa: F401
@@ -72,7 +73,7 @@ from rrf_retriever.layout_manifest import (
     saved_settings,  # noqa: F401
     with_saved_settings,
 )
-from rrf_retriever.layout_stores import (
+from rrf_retriever.index.registry import (
     _DENSE_DIRS,
     _KEYWORD_PLACES,
     BM25_DIR,
@@ -93,7 +94,6 @@ from rrf_retriever.layout_stores import (
     make_qdrant_stores,
     normalize_embedder_spec,
 )
-from rrf_retriever.text import Analyzer, as_analyzer
 
 # The manifest and the store halves of the layout live in layout_manifest / layout_stores (re-exported above).
 __all__ = [
@@ -182,7 +182,7 @@ def open_stores(
         url: With ``keyword="qdrant", dense="qdrant"``: the Qdrant server (or cluster) holding the joint collection
             (a new index records it as ``qdrant_url``; a reopen uses it unless another is given). ``api_key`` for a
             secured server (never written to the manifest).
-        analyzer: The keyword analyzer of a new index (an :class:`~rrf_retriever.text.Analyzer` or a language name
+        analyzer: The keyword analyzer of a new index (an :class:`~.analysis.analyzer.Analyzer` or a language name
             such as ``"german"``), recorded in the manifest; None: the default (new) or the index's own (reopen).
 
     Raises:
@@ -342,7 +342,7 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
         >>> open_index("/nonexistent")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        rrf_retriever.layout.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
+        rrf_retriever.index.directory.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
     """
     root = Path(path)
     manifest = read_manifest(root)
