@@ -496,7 +496,7 @@ def run_fuzz(examples_per_target: int, seed: int = 0) -> dict[str, Any]:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
-    from rrf_retriever.analysis.analyzer import build_match_query
+    from rrf_retriever.stores.fts5.match import build_match_query
 
     state = FuzzState()
     s = fuzz_strategies()

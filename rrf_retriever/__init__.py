@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rrf_retriever.analysis.analyzer import Analyzer, build_match_query, tokenize
+    from rrf_retriever.analysis.analyzer import Analyzer, tokenize
     from rrf_retriever.embeddings import (
         EmbeddingAdapter,
         HashingEmbedding,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         QdrantEdgeKeywordStore,
         QdrantKeywordStore,
     )
+    from rrf_retriever.stores.fts5.match import build_match_query
     from rrf_retriever.types import FusedHit, Hit, Record
 
 _LAZY: dict[str, str] = {
@@ -64,7 +65,7 @@ _LAZY: dict[str, str] = {
     "distribution_based_score_fusion": "rrf_retriever.fusion",
     "normalize_scores": "rrf_retriever.fusion",
     "Analyzer": "rrf_retriever.analysis.analyzer",
-    "build_match_query": "rrf_retriever.analysis.analyzer",
+    "build_match_query": "rrf_retriever.stores.fts5.match",
     "tokenize": "rrf_retriever.analysis.analyzer",
     "Hit": "rrf_retriever.types",
     "FusedHit": "rrf_retriever.types",

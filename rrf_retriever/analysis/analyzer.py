@@ -1,4 +1,4 @@
-"""Keyword analysis: one analyzer for indexing and querying, and the FTS5 MATCH builder.
+"""Keyword analysis: one analyzer for indexing and querying.
 
 Everything here is pure: no I/O, no framework types, inputs never mutated.
 
@@ -15,21 +15,18 @@ The analyzer (shared by every keyword store, so FTS5 and BM25 agree):
    language, or any callable, or none). ``Analyzer(language="german")`` picks a language's stemmer and
    stopwords (:mod:`rrf_retriever.analysis.languages`).
 
-``build_match_query`` turns user text into an FTS5 query in which every term is a double-quoted string
-joined by ``OR``. Since a term only ever holds letters and digits, no user character can reach FTS5's
-query parser as syntax: ``OR``, ``NEAR(``, ``*``, ``"``, ``-``, ``:``, ``^`` are just text.
+A term only ever holds Unicode letters and digits, which is what lets the FTS5 store quote terms safely
+(:mod:`rrf_retriever.stores.fts5.match`).
 
 Example:
     >>> analyzer = Analyzer()
     >>> analyzer.terms("Configuring the FTS5 index, don't panic!")
     ['configuring', 'fts5', 'index', 'don', 'panic']
-    >>> build_match_query('NEAR(db x) AND "fts5* -col:y')
-    '"near" OR "db" OR "fts5" OR "col"'
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from rrf_retriever.analysis.languages import (
     LANGUAGE_DEFAULT,
@@ -44,7 +41,7 @@ from rrf_retriever.analysis.languages import (
     words,
 )
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.validate import check_int, check_str
+from rrf_retriever.validate import check_int
 
 __all__ = [
     "CONVERSATIONAL_STOPWORDS",
@@ -52,9 +49,7 @@ __all__ = [
     "LANGUAGE_DEFAULT",
     "Analyzer",
     "as_analyzer",
-    "build_match_query",
     "default_analyzer",
-    "match_expression",
     "normalize",
     "saved_config",
     "tokenize",
@@ -344,64 +339,3 @@ def default_analyzer() -> Analyzer:
     if _DEFAULT is None:
         _DEFAULT = Analyzer()
     return _DEFAULT
-
-
-#: Long inputs (a pasted document) keep their first terms only: an OR of thousands of phrases costs a
-#: doclist scan each and does not rank better.
-DEFAULT_MAX_TERMS = 256
-
-
-def build_match_query(
-    text: str, analyzer: Analyzer | None = None, *, max_terms: int = DEFAULT_MAX_TERMS
-) -> str | None:
-    """Build a safe FTS5 MATCH expression: every surviving term double-quoted, joined with ``OR``.
-
-    Terms are the analyzer's :meth:`Analyzer.terms` (unstemmed: FTS5's porter tokenizer stems both the
-    index and the quoted query terms). A term only holds Unicode letters and digits, so no user character is
-    ever parsed as FTS5 syntax. Repeated terms are kept (as Lucene's bag-of-words queries weight them) up to
-    ``max_terms`` terms in all.
-
-    Args:
-        text: The user's query, any string.
-        analyzer: The keyword store's analyzer (default: :func:`default_analyzer`).
-        max_terms: At most this many terms, in order of appearance.
-
-    Returns:
-        The MATCH string, or None when no term survives (the keyword leg then sits out).
-
-    Raises:
-        InvalidTypeError: ``text`` is not a string.
-        InvalidArgumentError: ``max_terms`` < 1.
-
-    Example:
-        >>> build_match_query("fts5 OR config*")
-        '"fts5" OR "config"'
-        >>> build_match_query("the a of") is None
-        True
-    """
-    check_str(text, "query")
-    check_int(max_terms, "max_terms", 1)
-    return match_expression((analyzer or default_analyzer()).query_terms(text)[:max_terms])
-
-
-def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:
-    """Quote analyzer terms and join them with ``OR`` or ``AND``: the one place FTS5 query syntax is written.
-
-    Every term must be what the analyzer makes (Unicode letters and digits only), so none can hold a ``"``;
-    anything else is refused rather than escaped, so a caller cannot pass raw user text by mistake.
-
-    Returns:
-        The MATCH string, or None for no terms.
-
-    Example:
-        >>> match_expression(["fts5", "index"], "AND")
-        '"fts5" AND "index"'
-    """
-    if operator not in ("OR", "AND"):
-        msg = f"operator must be 'OR' or 'AND', got {operator!r}"
-        raise InvalidArgumentError(msg)
-    for term in terms:
-        if not isinstance(term, str) or not term.isalnum():
-            msg = f"not an analyzer term (letters and digits only): {term!r:.60}"
-            raise InvalidArgumentError(msg)
-    return f" {operator} ".join(f'"{t}"' for t in terms) or None

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from rrf_retriever.analysis.analyzer import build_match_query, normalize
+from rrf_retriever.analysis.analyzer import normalize
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
+from rrf_retriever.stores.fts5.match import build_match_query
 
 DATA = files("rrf_retriever").joinpath("data")
 METADATA_KEYS = {"kind", "product_area", "version", "session_id"}

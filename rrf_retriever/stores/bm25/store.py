@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer
+from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -67,6 +67,7 @@ from rrf_retriever.stores.bm25.files import (
     write_folder,
 )
 from rrf_retriever.stores.bm25.scope import ScopeIndex
+from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch

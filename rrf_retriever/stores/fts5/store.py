@@ -43,13 +43,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, match_expression
+from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer
 from rrf_retriever.analysis.languages import words
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUnavailableError
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.fts5 import schema, sql
+from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch

@@ -70,12 +70,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rrf_retriever.analysis.analyzer import DEFAULT_MAX_TERMS, Analyzer, default_analyzer, saved_config
+from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer, saved_config
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.progress import progress_bar
 from rrf_retriever.scope.parse import normalize_scope
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.qdrant.base import (
     CONTENT_KEY,
     DOC_ID_KEY,

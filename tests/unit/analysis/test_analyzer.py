@@ -9,17 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks._hostile import HOSTILE_QUERIES
-from rrf_retriever.analysis.analyzer import (
-    DEFAULT_STOPWORDS,
-    Analyzer,
-    build_match_query,
-    default_analyzer,
-    match_expression,
-    normalize,
-    tokenize,
-)
+from rrf_retriever.analysis.analyzer import DEFAULT_STOPWORDS, Analyzer, default_analyzer, normalize, tokenize
 from rrf_retriever.analysis.languages import is_cjk
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.stores.fts5.match import build_match_query, match_expression
 
 # ---- tokenize -----------------------------------------------------------------------------------------
 
@@ -239,7 +232,7 @@ def test_any_string_gives_a_result_or_our_error(text: str) -> None:
 
 
 def test_seed_000_examples_hold_by_default() -> None:
-    from rrf_retriever.analysis.analyzer import build_match_query
+    from rrf_retriever.stores.fts5.match import build_match_query
 
     assert build_match_query("How do I configure the Qdrant collection?") == '"configure" OR "qdrant" OR "collection"'
     assert build_match_query("how do I do it?") is None
