@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast check-installs install install-test lint bench clean
+.PHONY: demo test test-fast check-installs install install-test lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,12 @@ check-installs:
 	  rm -rf $$dir; \
 	done
 
+# What CI runs before the tests: ruff (the project's rules) and mypy (the project's config, 0 errors).
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check rrf_retriever tests benchmarks integrations
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/python -m mypy rrf_retriever
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info
