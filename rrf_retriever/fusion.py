@@ -5,7 +5,7 @@ behind one calling convention::
 
     fuse(ranked: Mapping[source, Sequence[Hit]], weights: Mapping[source, float] | None, *, limit) -> list[FusedHit]
 
-Shared rules (DESIGN section 3):
+Shared rules:
 
 * Ranks are 1-based within a source. Within one source an id counts once, at its first (best) position;
   later duplicates are dropped before ranking.
@@ -155,7 +155,7 @@ def weighted_rrf(
         ranked: ``{source: hits best first}``.
         weights: ``{source: weight >= 0}``; missing sources weigh 1.0.
         k: The RRF constant, finite and >= 0 (default 60, the paper's). Larger k flattens the rank curve. The
-            hybrid retriever's own default is 2 (``ensemble.DEFAULT_HYBRID_RRF_K``, tuned on SciFact train).
+            hybrid retriever's default is 60 too (``engine.settings.DEFAULT_HYBRID_RRF_K``).
         limit: Keep only the best ``limit`` results (None: all).
 
     Returns:

@@ -5,8 +5,8 @@ Endpoints (OpenAPI docs at ``/docs``):
 
 - ``GET /settings`` -> ``{"semanticWeight", "keywordWeight", "topK", "k", "fetchK"}``.
 - ``PATCH /settings`` with any subset of those keys (camelCase JSON). **In this API ``k`` is the RRF constant
-  (``rrf_k``, default 2)**, as the seed memory service names it, and ``topK`` is the number of results;
-  ``fetchK`` is the hits each leg fetches (``null`` = ``2 * topK``). Validated: an unknown key, a wrong type,
+  (``rrf_k``, default 60)**, as memory services name it, and ``topK`` is the number of results;
+  ``fetchK`` is the hits each leg fetches (``null`` = ``max(2 * topK, 40)``). Validated: an unknown key, a wrong type,
   NaN/infinity, a negative weight or ``k``, ``topK``/``fetchK`` outside 1..10000, both weights 0, or a ``fetchK``
   below ``topK`` (after the change; a leg must fetch at least the results returned: raise ``fetchK`` or set it to
   ``null``) -> 422 and nothing changes. A valid change is one atomic settings swap: the next request uses it.
@@ -213,7 +213,7 @@ def create_app(
         title=title,
         description=(
             "Hybrid retrieval (dense + keyword) fused with weighted Reciprocal Rank Fusion. Settings are camelCase; "
-            "in this API `k` is the RRF constant (rrf_k, default 2) and `topK` is the number of results. Unknown "
+            "in this API `k` is the RRF constant (rrf_k, default 60) and `topK` is the number of results. Unknown "
             "query parameters and body fields are refused (422)."
             + (" Every route but /health needs `Authorization: Bearer <key>`." if key else "")
         ),
@@ -267,7 +267,7 @@ def create_app(
                 fetch_k = changes.get("fetch_k", engine.settings.fetch_k)
                 if fetch_k is not None and fetch_k < top_k:
                     msg = (f"fetchK ({fetch_k}) is below topK ({top_k}): each leg must fetch at least topK hits; "
-                           "raise fetchK or set it to null (2 * topK)")
+                           "raise fetchK or set it to null (max(2 * topK, 40))")
                     raise HTTPException(422, msg)
             if changes:
                 try:

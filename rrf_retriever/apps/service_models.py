@@ -36,7 +36,7 @@ class SettingsView(BaseModel):
     keywordWeight: float = Field(description="Weight of the keyword (BM25) leg(s), >= 0.")
     topK: int = Field(description="Number of fused results returned per query (1..10000).")
     k: float = Field(description="The RRF constant (rrf_k): score = sum w / (k + rank). NOT the result count.")
-    fetchK: Optional[int] = Field(description="Hits each leg fetches (>= topK); null means 2 * topK.")  # noqa: UP045
+    fetchK: Optional[int] = Field(description="Hits each leg fetches (>= topK); null means max(2 * topK, 40).")  # noqa: UP045
     diversity: Optional[float] = Field(None, description="MMR lambda in [0, 1] after fusion; null: off.")  # noqa: UP045
     rerankK: Optional[int] = Field(None, description="Candidates the reranker sees; null: max(2 * topK, 20).")  # noqa: UP045
     expandLimit: Optional[int] = Field(None, description="At most this many 1-hop neighbours; null: topK.")  # noqa: UP045

@@ -1,4 +1,4 @@
-"""The scope of a search: the metadata filter language and the excluded ids (DESIGN section 5).
+"""The scope of a search: the metadata filter language and the excluded ids.
 
 One definition for every store: :func:`normalize_filter` validates what users pass and brings it to a tree of
 frozen nodes (:class:`Match`, :class:`Range`, :class:`Exists`, :class:`AllOf`, :class:`AnyOf`, :class:`Not`);

@@ -1,4 +1,4 @@
-"""LlamaIndex ``MetadataFilters`` through the retriever (DESIGN 5): translated at the edge into our filter tree, so
+"""LlamaIndex ``MetadataFilters`` through the retriever: translated at the edge into our filter tree, so
 ``scoped(filter=MetadataFilters(...))`` and ``invoke(q, filter=MetadataFilters(...))`` scope every leg before its
 top-k, with exactly the meaning of :func:`rrf_retriever.scope.tree.matches`; operators without a faithful meaning are
 an InvalidFilterError, never an unscoped search."""

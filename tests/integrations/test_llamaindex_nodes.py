@@ -1,4 +1,4 @@
-"""LlamaIndex node fidelity: what a LlamaIndex vector store keeps survives our stores (issue 14 item 8).
+"""LlamaIndex node fidelity: what a LlamaIndex vector store keeps survives our stores.
 
 Real stores (SQLite FTS5 + qdrant-edge or qdrant-client local mode), the hashing embedder, real LlamaIndex objects
 (``RetrieverQueryEngine`` with ``MockLLM``, which echoes the prompt it is given) and the LangChain side of the same

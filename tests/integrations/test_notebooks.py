@@ -47,7 +47,7 @@ def test_quickstart_runs_both_frameworks(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "session 3 only: [('doc-5', 3)" in out or "session 3 only: [('doc-4', 3)" in out
     assert "scoped:" in out and "'doc-2'" not in out.split("scoped:")[1].splitlines()[0]
     assert "dense only:" in out
-    # the result stages (issue 14): operators, pinned ids, pages, MMR and a reranker, each asserted in the notebook
+    # the result stages: operators, pinned ids, pages, MMR and a reranker, each asserted in the notebook
     assert "sessions 1 or >= 3:" in out and "2" not in out.split("sessions 1 or >= 3:")[1].splitlines()[0]
     assert "('doc-3', True)" in out.split("pinned:")[1].splitlines()[0]
     assert "page 2 at k=2:" in out and "MMR 0.3:" in out and "fused:" in out

@@ -1,4 +1,4 @@
-"""Every per-call stage of issue 14 through BOTH frameworks on the real default stores (FTS5 + qdrant-edge): the
+"""Every per-call stage through BOTH frameworks on the real default stores (FTS5 + qdrant-edge): the
 LangChain side (``invoke(q, **kwargs)``) and the LlamaIndex side (``scoped(**kwargs).retrieve(q)``) give the same
 list, and the list has the stage's property. Framework objects as rerankers: test_stages_frameworks.py."""
 

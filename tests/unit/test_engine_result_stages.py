@@ -1,4 +1,4 @@
-"""Result stages of DESIGN 7b on the engine (real FTS5 + qdrant-edge, hashing embedder): diversity
+"""Result stages on the engine (real FTS5 + qdrant-edge, hashing embedder): diversity
 (MMR over stored vectors), the reranker, their order with pinned ids and paging, multi-path dense, the embedding
 outage with only dense legs, and expand_limit."""
 

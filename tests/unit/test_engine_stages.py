@@ -1,4 +1,4 @@
-"""Result stages of DESIGN 7b on the engine: paging, query_vector, the normalized score and its threshold, pinned ids."""
+"""Result stages on the engine: paging, query_vector, the normalized score and its threshold, pinned ids."""
 
 from __future__ import annotations
 

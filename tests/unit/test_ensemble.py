@@ -1,4 +1,4 @@
-"""The framework-neutral engine (DESIGN section 7) on real stores: SQLite FTS5, in-memory BM25, Qdrant local mode.
+"""The framework-neutral engine on real stores: SQLite FTS5, in-memory BM25, Qdrant local mode.
 
 Plumbing tests use the deterministic hashing embedder; nothing here speaks about retrieval quality.
 """

@@ -1,5 +1,5 @@
 """A foreign retriever leg (FunctionLeg) cannot take our filter: it is asked for headroom, post-filtered by the
-reference semantics, and the trace says so (DESIGN 5)."""
+reference semantics, and the trace says so."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fusion methods (DESIGN section 3): closed-form values, validation, hypothesis properties, LangChain parity."""
+"""Fusion methods: closed-form values, validation, hypothesis properties, LangChain parity."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The filter language of rrf_retriever.scope.tree (DESIGN 5): scope_key's typed comparison, every operator in closed
+"""The filter language of rrf_retriever.scope.tree: scope_key's typed comparison, every operator in closed
 form, every malformed filter refused (InvalidFilterError, never an unscoped search), and the algebra of the
 reference evaluator (idempotent normalisation, double negation, De Morgan) as properties."""
 

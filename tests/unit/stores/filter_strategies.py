@@ -1,4 +1,4 @@
-"""Shared hypothesis strategies for the filter language, and the exactness check every store runs (DESIGN 5).
+"""Shared hypothesis strategies for the filter language, and the exactness check every store runs.
 
 Every store compiles the filter tree of :mod:`rrf_retriever.scope.tree` its own way (SQL, a numpy mask, a Qdrant
 ``Filter``, a post-filter); :func:`rrf_retriever.scope.tree.matches` is the reference. These strategies draw metadata

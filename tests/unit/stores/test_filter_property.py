@@ -1,4 +1,4 @@
-"""The Done-when of the filter language (DESIGN 5, issue 14): every store we own returns exactly the documents
+"""The Done-when of the filter language: every store we own returns exactly the documents
 :func:`rrf_retriever.scope.tree.matches` accepts, for random nested filters of every operator over random metadata
 (:mod:`tests.unit.stores.filter_strategies`), and ``ids_matching`` lists exactly those ids.
 

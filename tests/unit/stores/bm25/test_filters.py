@@ -1,4 +1,4 @@
-"""The full filter language in the in-memory BM25 store (DESIGN 5): the compiled numpy mask (ScopeIndex) against
+"""The full filter language in the in-memory BM25 store: the compiled numpy mask (ScopeIndex) against
 the reference, exact int/float ranges, ``ids_matching``, and a corpus without one token. The random exactness
 property is in ``test_filter_property.py``."""
 

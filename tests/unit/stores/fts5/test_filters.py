@@ -1,4 +1,4 @@
-"""The full filter language in the FTS5 store (DESIGN 5): the schema 2 -> 3 migration (presence rows for
+"""The full filter language in the FTS5 store: the schema 2 -> 3 migration (presence rows for
 ``$exists``), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
 regressions found while building it. The random exactness property is in ``test_filter_property.py``."""
 

@@ -1,4 +1,4 @@
-"""Typed equality in the FTS5 scope side table (DESIGN 5): ``"42"`` never matches ``"042"``, ``42`` or ``True``.
+"""Typed equality in the FTS5 scope side table: ``"42"`` never matches ``"042"``, ``42`` or ``True``.
 
 The side table once had a ``value`` column of NUMERIC affinity, so SQLite turned ``"042"``, ``" 42"``,
 ``"+42"`` or ``"4.2e1"`` into the integer 42: a filter ``{"session_id": "42"}`` returned them all on the keyword
