@@ -313,7 +313,12 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
         if not isinstance(key, str):
             msg = f"metadatas[{i}]: metadata keys must be strings, got {key!r}"
             raise InvalidTypeError(msg)
-    if _nesting_depth(out) > MAX_METADATA_DEPTH:
+    try:
+        depth = _nesting_depth(out)
+    except InvalidArgumentError as exc:
+        msg = f"metadatas[{i}]: {exc}"
+        raise InvalidArgumentError(msg) from None
+    if depth > MAX_METADATA_DEPTH:
         msg = f"metadatas[{i}] is nested more than {MAX_METADATA_DEPTH} levels deep (mappings and lists)"
         raise InvalidArgumentError(msg)
     try:
@@ -332,7 +337,11 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
 
 
 def _nesting_depth(value: object) -> int:
-    """How many mappings and lists are nested in ``value`` (iterative: no recursion limit to hit)."""
+    """How many mappings and lists are nested in ``value`` (iterative: no recursion limit to hit).
+
+    Raises:
+        InvalidArgumentError: an integer outside int64 anywhere in ``value`` (no store holds it exactly).
+    """
     deepest = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
@@ -342,6 +351,9 @@ def _nesting_depth(value: object) -> int:
         elif isinstance(item, (list, tuple)):
             children = item
         else:
+            if isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+                msg = f"integer {item:.3g} is outside int64, which no store holds exactly (store it as a string)"
+                raise InvalidArgumentError(msg)
             continue
         deepest = max(deepest, depth)
         if depth > MAX_METADATA_DEPTH:

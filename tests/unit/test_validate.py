@@ -45,3 +45,20 @@ def test_metadata_at_the_depth_limit_is_stored_searched_and_deleted_on_the_defau
 def test_huge_metadata_is_refused() -> None:
     with pytest.raises(InvalidArgumentError, match="bytes"):
         validate_batch(["a"], ["text"], [{"blob": "x" * (MAX_METADATA_BYTES + 1)}])
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, [1, 2**64], {"inner": 10**30}, [[-(10**40)]]])
+def test_an_integer_beyond_int64_in_metadata_is_refused_at_the_door(value: Any) -> None:
+    # No store holds it exactly (SQLite INTEGER, Qdrant's int64 payload): bad input, never a store failure.
+    with pytest.raises(InvalidArgumentError, match="int64"):
+        validate_batch(["a"], ["text"], [{"n": value}])
+
+
+def test_int64_edges_are_kept_and_one_past_them_is_refused_on_the_default_stack() -> None:
+    r = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16))
+    r.add_texts(["edge document"], [{"hi": 2**63 - 1, "lo": -(2**63)}], ids=["edge"])
+    with pytest.raises(InvalidArgumentError, match="int64"):
+        r.add_texts(["too big"], [{"hi": 2**63}], ids=["big"])
+    assert [d.id for d in r.invoke("document")] == ["edge"]
+    assert r.engine.get(["edge"])[0].metadata == {"hi": 2**63 - 1, "lo": -(2**63)}
+    assert r.engine.count() == {"dense": 1, "keyword": 1}
