@@ -31,7 +31,7 @@ from typing import Any
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, Match, Not, Range, scope_key
 
-__all__ = ["PRESENT", "scope_rows", "scope_sql", "scope_table_sql", "scope_value", "where_sql"]
+__all__ = ["PRESENT", "balanced_join", "scope_rows", "scope_sql", "scope_table_sql", "scope_value", "where_sql"]
 
 #: The ``vtype`` of a presence row (its value is always 1).
 PRESENT = "e"
@@ -101,6 +101,26 @@ def scope_rows(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
                 yield (key, *row)
 
 
+def balanced_join(terms: list[str], op: str) -> str:
+    """``terms`` joined by ``op`` as a balanced tree of parentheses, ``log2(len(terms))`` deep.
+
+    SQLite parses ``a OR b OR c ...`` into a tree as deep as the list is long and refuses one deeper than 1,000
+    ("Expression tree is too large"); the filter language allows 10,000 conditions. The order of the terms (and
+    so of the bound parameters) is kept.
+
+    Example:
+        >>> balanced_join(["a", "b", "c"], "OR")
+        '((a OR b) OR c)'
+        >>> balanced_join(["a"], "AND")
+        '(a)'
+    """
+    level = list(terms)
+    while len(level) > 1:
+        level = [f"({level[i]} {op} {level[i + 1]})" if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    return level[0] if len(terms) > 1 else f"({level[0]})"
+
+
 def where_sql(node: FilterNode, rowid: str, table: str = "rrf") -> tuple[str, list[Any]]:
     """One boolean SQL expression: the filter ``node`` holds for the document whose rowid is ``rowid`` (an SQL
     expression). Keys, values and bounds are bound parameters; a value list travels as one JSON parameter read
@@ -142,9 +162,9 @@ def where_sql(node: FilterNode, rowid: str, table: str = "rrf") -> tuple[str, li
             params.append(n.key)
             return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = '{PRESENT}')"
         if isinstance(n, AllOf):
-            return "(" + " AND ".join(map(compile_, n.parts)) + ")" if n.parts else "1"
+            return balanced_join([compile_(p) for p in n.parts], "AND") if n.parts else "1"
         if isinstance(n, AnyOf):
-            return "(" + " OR ".join(map(compile_, n.parts)) + ")" if n.parts else "0"
+            return balanced_join([compile_(p) for p in n.parts], "OR") if n.parts else "0"
         if isinstance(n, Not):
             return f"NOT ({compile_(n.part)})"
         msg = f"not a filter node: {type(n).__name__}"  # normalize_filter lets nothing else through

@@ -110,3 +110,23 @@ def test_ids_matching_limits_sorts_and_refuses_bad_filters() -> None:
             store.ids_matching({"n": {"$gt": "1"}})
         with pytest.raises(InvalidFilterError):
             store.search("alpha", 5, filter={"n": {"$unknown": 1}})
+
+
+@pytest.mark.parametrize("parts", [1_000, 4_900])
+@pytest.mark.parametrize("logic", ["$or", "$and"])
+def test_a_filter_of_thousands_of_parts_is_answered_not_dropped(parts: int, logic: str) -> None:
+    # SQLite refuses an expression tree deeper than 1,000 ("Expression tree is too large"); the filter language
+    # allows 10,000 conditions, so the compiled SQL must stay shallow whatever the width.
+    store = FTS5KeywordStore()
+    store.add([f"d{i}" for i in range(20)], ["alpha note"] * 20, [{"n": i} for i in range(20)])
+    if logic == "$or":
+        flt = {"$or": [{"n": i} for i in range(0, parts * 2, 2)]}  # the even numbers
+        want = sorted(f"d{i}" for i in range(0, 20, 2))
+    else:
+        flt = {"$and": [{"n": {"$ne": i}} for i in range(1, parts * 2, 2)]}  # not any odd number
+        want = sorted(f"d{i}" for i in range(0, 20, 2))
+    assert sorted(h.id for h in store.search("alpha", 50, filter=flt)) == want
+    assert store.ids_matching(flt) == want
+    node = normalize_filter(flt)
+    assert want == sorted(i for i in (f"d{j}" for j in range(20)) if matches({"n": int(i[1:])}, node))
+    store.close()
