@@ -391,13 +391,12 @@ class BM25KeywordStore(StoreBase):
             return []
         if candidates.size > limit:
             cand_scores = scores[candidates]
-            # Keep every candidate tied with the limit-th score, then order exactly (score desc, position asc).
+            # Keep every candidate tied with the limit-th score, then order exactly (score desc, id asc).
             kth = np.partition(cand_scores, candidates.size - limit)[candidates.size - limit]
             candidates = candidates[cand_scores >= kth]
-        order = np.lexsort((candidates, -scores[candidates]))[:limit]
-        top = candidates[order]
+        top = sorted(candidates.tolist(), key=lambda pos: (-scores[pos], index.ids[pos]))[:limit]
         hits = []
-        for pos in top.tolist():
+        for pos in top:
             doc = index.docs[pos]
             hits.append(Hit(index.ids[pos], doc.text, json.loads(json.dumps(doc.metadata)), float(scores[pos])))
         return hits

@@ -222,11 +222,13 @@ def _tokenizer(tokenizer: str) -> str:
 
 
 def ranked_sql(table: str, weights: Sequence[float], scope: str = "") -> str:
-    """The ranking query: ``(id, text, metadata, bm25)`` rows, best first (``bm25()`` is negative), ties by
-    rowid. Parameters in order: the MATCH expression, the scope's parameters, the limit.
+    """The ranking query: ``(id, text, metadata, bm25)`` rows, best first (``bm25()`` is negative), ties by id.
+    Parameters in order: the MATCH expression, the scope's parameters, the limit.
 
-    Unscoped, FTS5 ranks alone and only the top rows are joined to their text; scoped (``scope`` from
-    :func:`scope_sql`), the join comes first because the exclusions and the filter need it.
+    Unscoped, FTS5 ranks alone and only the top rows are joined to their text: the inner cut is by rowid among
+    equal scores, so the caller asks for more rows than it keeps until the cut falls between two scores (see
+    :meth:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore.search`); scoped (``scope`` from :func:`scope_sql`),
+    the join comes first because the exclusions and the filter need it.
 
     Example:
         >>> "bm25(rrf_fts, 2.0, 1.0)" in ranked_sql("rrf", [2.0, 1.0])
@@ -237,11 +239,11 @@ def ranked_sql(table: str, weights: Sequence[float], scope: str = "") -> str:
     if scope:
         return (
             f"SELECT d.id, d.text, d.metadata, {bm25} AS s FROM {t.fts} f JOIN {t.docs} d ON d.rowid = f.rowid "
-            f"WHERE {t.fts} MATCH ?{scope} ORDER BY s, f.rowid LIMIT ?"
+            f"WHERE {t.fts} MATCH ?{scope} ORDER BY s, d.id LIMIT ?"
         )
     return (
         f"SELECT d.id, d.text, d.metadata, r.s FROM (SELECT rowid, {bm25} AS s FROM {t.fts} "
-        f"WHERE {t.fts} MATCH ? ORDER BY s, rowid LIMIT ?) r JOIN {t.docs} d ON d.rowid = r.rowid ORDER BY r.s, r.rowid"
+        f"WHERE {t.fts} MATCH ? ORDER BY s, rowid LIMIT ?) r JOIN {t.docs} d ON d.rowid = r.rowid ORDER BY r.s, d.id"
     )
 
 

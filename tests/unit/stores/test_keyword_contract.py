@@ -8,6 +8,7 @@ test_qdrant_keyword.py.
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -408,3 +409,22 @@ def test_property_scoped_result_is_the_best_allowed_documents(
     assert [h.score for h in hits] == pytest.approx([h.score for h in allowed[: case["limit"]]], rel=1e-6)
     if isinstance(store, (FTS5KeywordStore, QdrantKeywordStore, QdrantEdgeKeywordStore)):
         store.close()
+
+
+def test_equal_scores_are_ordered_by_id_whatever_the_insertion_order(
+    store: Any, kind: str, request: pytest.FixtureRequest
+) -> None:
+    if kind.startswith("qdrant"):  # TEMPORARY: the Qdrant stores are being rebuilt; their fix lands with them
+        request.applymarker(pytest.mark.xfail(strict=True, reason="Qdrant's internal order at a tie"))
+    # 30 identical texts, written one at a time in a shuffled order: every score ties, so the id decides, with
+    # and without a scope, and the cut at the limit keeps the smallest ids (not the first written).
+    ids = [f"m{i:02d}" for i in range(30)]
+    order = ids[:]
+    random.Random(7).shuffle(order)
+    filler = [f"f{i:02d}" for i in range(40)]  # the query's terms in under half the documents: IDF > 0 everywhere
+    store.add(filler, [f"pasta recipe number {i}" for i in range(40)], [{"session_id": 2}] * 40)
+    for doc_id in order:
+        store.add([doc_id], ["memory note about rotating tokens"], [{"session_id": 1}])
+    assert ids_of(store.search("rotating tokens", 10)) == ids[:10]
+    assert ids_of(store.search("rotating tokens", 10, filter={"session_id": 1}, exclude_ids=["m00"])) == ids[1:11]
+    assert ids_of(store.search("rotating tokens", 30)) == ids
