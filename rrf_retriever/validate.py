@@ -30,6 +30,7 @@ __all__ = [
     "MAX_RRF_K",
     "MAX_TOP_K",
     "MAX_WEIGHT",
+    "RESERVED_METADATA_PREFIX",
     "check_id",
     "check_ids",
     "check_int",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 _MAX_ID_LENGTH = 1024
+#: Metadata keys with this prefix are the retriever's own (a result's scores and markers): refused on every write,
+#: so a stored document can never carry a marker such as ``rrf_pinned``.
+RESERVED_METADATA_PREFIX = "rrf_"
 #: The integers every store holds exactly (SQLite INTEGER, Qdrant's int64 payload index).
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -313,6 +317,10 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
         if not isinstance(key, str):
             msg = f"metadatas[{i}]: metadata keys must be strings, got {key!r}"
             raise InvalidTypeError(msg)
+        if key.startswith(RESERVED_METADATA_PREFIX):
+            msg = (f"metadatas[{i}]: the key {key[:80]!r} is reserved: the {RESERVED_METADATA_PREFIX!r} prefix marks "
+                   "how a result was scored (rrf_score, rrf_pinned, ...), never stored data; rename the key")
+            raise InvalidArgumentError(msg)
     try:
         depth = _nesting_depth(out)
     except InvalidArgumentError as exc:

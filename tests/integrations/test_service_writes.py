@@ -88,6 +88,8 @@ def test_writes_survive_a_reopen(tmp_path: Path) -> None:
         # an integer no store holds exactly (beyond int64) is bad input, not an outage (503)
         {"documents": [{"id": "a", "text": "x", "metadata": {"n": 2**63}}]},
         {"documents": [{"id": "a", "text": "x", "metadata": {"tags": [1, {"n": -(2**63) - 1}]}}]},
+        # the rrf_ namespace is ours: a stored {"rrf_pinned": true} must not pin a document
+        {"documents": [{"id": "a", "text": "x", "metadata": {"rrf_pinned": True}}]},
         {"documents": {"id": "a", "text": "x"}},
         [],
     ],

@@ -62,3 +62,15 @@ def test_int64_edges_are_kept_and_one_past_them_is_refused_on_the_default_stack(
     assert [d.id for d in r.invoke("document")] == ["edge"]
     assert r.engine.get(["edge"])[0].metadata == {"hi": 2**63 - 1, "lo": -(2**63)}
     assert r.engine.count() == {"dense": 1, "keyword": 1}
+
+
+@pytest.mark.parametrize("key", ["rrf_pinned", "rrf_score", "rrf_expanded_from", "rrf_anything"])
+def test_the_rrf_metadata_namespace_is_ours_alone_on_write(key: str) -> None:
+    # A stored {"rrf_pinned": true} was read as the pin marker: a document could pin itself onto page one.
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        validate_batch(["a"], ["text"], [{key: True}])
+    r = EnsembleRRFRetriever.from_texts(["a pinned memory", "another memory"], HashingEmbedding(16), ids=["a", "b"])
+    with pytest.raises(InvalidArgumentError, match=key):
+        r.add_texts(["self-pinning memory"], [{key: True}], ids=["evil"])
+    assert sorted(d.id for d in r.invoke("memory", k=10)) == ["a", "b"]
+    validate_batch(["a"], ["text"], [{"RRF_pinned": 1, "xrrf_score": 2, "nested": {"rrf_pinned": True}}])
