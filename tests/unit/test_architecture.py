@@ -275,8 +275,9 @@ def test_every_type_ignore_says_why() -> None:
     assert not found, "\n".join(found)
 
 
-@pending
-@pytest.mark.parametrize("pattern", [r"\bDESIGN( section)? \d", r"\bseed 00\d", r"\bissue \d+"])
+@pytest.mark.parametrize("pattern", [
+    pytest.param(r"\bDESIGN( section)? \d", marks=pending), pytest.param(r"\bseed 00\d", marks=pending), r"\bissue \d+",
+])
 def test_no_prose_names_documents_outside_the_repository(pattern: str) -> None:
     paths = [*_sources("rrf_retriever", "tests", "benchmarks", "integrations"), ROOT / "README.md"]
     found = [f"{p.relative_to(ROOT)}:{i}" for p in paths
