@@ -1,9 +1,10 @@
 """Our filter tree (:mod:`rrf_retriever.scope`) compiled to a Qdrant filter, exact, for every Qdrant store.
 
 One compiler for both engines (qdrant-client: memory, path, server; qdrant-edge) and for the dense, keyword and
-hybrid stores: it builds the filter through three engine hooks, ``_condition(field_key, test)`` (a field
-condition: ``MatchValue`` for a str / int / bool, ``MatchAny`` for a list, ``Range`` for :class:`Bounds`,
-``IsEmpty`` for :data:`IS_EMPTY`), ``_filter(must=, should=, must_not=)`` and ``_bool(value)``.
+joint stores: it builds the filter through three hooks of the backend (:class:`FilterHooks`),
+``condition(field_key, test)`` (a field condition: ``MatchValue`` for a str / int / bool, ``MatchAny`` for a list,
+``Range`` for :class:`Bounds`, ``IsEmpty`` for :data:`IS_EMPTY`), ``filter(must=, should=, must_not=)`` and
+``boolean(value)``.
 
 What Qdrant does (measured on qdrant-client 1.20 local mode and qdrant-edge 0.9, tests/unit/stores/
 test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.matches`:
@@ -28,7 +29,7 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
 * Arrays match when an element does (one level: ``[[2]]`` holds no 2), ``must_not`` is a complement over
   documents (a document without the key matches ``Not(Match)``), as in the reference.
 * What no filter can fix: qdrant-edge 0.9 stores about one float in nine that needs 16-17 significant digits one
-  float64 step off (see :mod:`rrf_retriever.stores.qdrant.edge`); a range bound within that step of such a value
+  float64 step off (see :mod:`rrf_retriever.stores.qdrant.backend_edge`); a range bound within that step of such a value
   may read it on the wrong side.
 
 Example:
@@ -48,6 +49,7 @@ from typing import Any, Protocol
 from rrf_retriever.scope import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
 
 __all__ = [
+    "INT64_RANGE",
     "IS_EMPTY",
     "NOTHING",
     "Bounds",
@@ -62,7 +64,8 @@ __all__ = [
 _METADATA_PREFIX = "metadata."
 #: Below this magnitude float64 holds every integer: ranges are exact for ints and floats alike.
 _EXACT_INTS = 2**53
-_INT64 = (-(2**63), 2**63 - 1)
+#: The integers Qdrant stores exactly (int64), as ``range`` bounds: ``lo <= n < hi``.
+INT64_RANGE = (-(2**63), 2**63)
 #: Leaves of the tree of ranges; see :func:`compile_filter` for when a Match takes that form.
 _LEAF = 4
 
@@ -94,13 +97,13 @@ NOTHING: Any = _Nothing()
 
 
 class FilterHooks(Protocol):
-    """The engine's filter models (implemented by each Qdrant store)."""
+    """The engine's filter models (implemented by each backend)."""
 
-    def _condition(self, field_key: str, test: Any) -> Any: ...
+    def condition(self, field_key: str, test: Any) -> Any: ...
 
-    def _filter(self, **parts: Any) -> Any: ...
+    def filter(self, **parts: Any) -> Any: ...
 
-    def _bool(self, value: bool) -> Any: ...
+    def boolean(self, value: bool) -> Any: ...
 
 
 def field_key(key: str) -> str:
@@ -191,10 +194,10 @@ class _Compiler:
             bounds = {op: getattr(node, op) for op in ("gt", "gte", "lt", "lte") if getattr(node, op) is not None}
             return self.range(field_key(node.key), bounds)
         if isinstance(node, Exists):
-            return self.hooks._filter(must_not=[self.hooks._condition(field_key(node.key), IS_EMPTY)])
+            return self.hooks.filter(must_not=[self.hooks.condition(field_key(node.key), IS_EMPTY)])
         if isinstance(node, Not):
             part = self.node(node.part)
-            return (not part) if isinstance(part, bool) else self.hooks._filter(must_not=[part])
+            return (not part) if isinstance(part, bool) else self.hooks.filter(must_not=[part])
         if isinstance(node, AllOf):
             return self.combine(node.parts, "must", absorbing=False)
         return self.combine(node.parts, "should", absorbing=True)
@@ -210,27 +213,27 @@ class _Compiler:
                 conditions.append(compiled)
         if not conditions:
             return not absorbing  # all of nothing is true, any of nothing false (never an empty should)
-        return conditions[0] if len(conditions) == 1 else self.hooks._filter(**{clause: conditions})
+        return conditions[0] if len(conditions) == 1 else self.hooks.filter(**{clause: conditions})
 
     def any_of(self, conditions: list[Any]) -> Any:
         if not conditions:
             return False
-        return conditions[0] if len(conditions) == 1 else self.hooks._filter(should=conditions)
+        return conditions[0] if len(conditions) == 1 else self.hooks.filter(should=conditions)
 
     def match(self, node: Match) -> Any:
         fk = field_key(node.key)
         strs = [v for v in node.values if isinstance(v, str)]
         ints = sorted({v for v in node.values if isinstance(v, int) and not isinstance(v, bool)})
         bools = [v for v in node.values if isinstance(v, bool)]
-        alternatives = [self.hooks._condition(fk, strs if len(strs) > 1 else strs[0])] if strs else []
-        alternatives += [self.hooks._condition(fk, self.hooks._bool(b)) for b in bools]
+        alternatives = [self.hooks.condition(fk, strs if len(strs) > 1 else strs[0])] if strs else []
+        alternatives += [self.hooks.condition(fk, self.hooks.boolean(b)) for b in bools]
         small = [v for v in ints if abs(v) < _EXACT_INTS]
         limit = self.flat_limit(node.key)
         if limit is not None and len(small) > limit:  # guarded by the whole span: most points stop there
-            span = self.hooks._condition(fk, Bounds(gte=float(small[0]), lte=float(small[-1])))
-            alternatives.append(self.hooks._filter(must=[span, self.tree(fk, small)]))
+            span = self.hooks.condition(fk, Bounds(gte=float(small[0]), lte=float(small[-1])))
+            alternatives.append(self.hooks.filter(must=[span, self.tree(fk, small)]))
         else:
-            alternatives += [self.hooks._condition(fk, Bounds(gte=float(v), lte=float(v))) for v in small]
+            alternatives += [self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in small]
         alternatives += [self.range(fk, {"gte": v, "lte": v}) for v in ints if abs(v) >= _EXACT_INTS]
         return self.any_of([a for a in alternatives if a is not False])
 
@@ -238,13 +241,13 @@ class _Compiler:
         """Equality with any of the sorted ``values`` (all below 2**53): a balanced tree of ranges, so a scanning
         engine checks about ``2 * log2(n)`` conditions a point instead of ``n``. Exact: every range is."""
         if len(values) <= _LEAF:
-            return self.any_of([self.hooks._condition(fk, Bounds(gte=float(v), lte=float(v))) for v in values])
+            return self.any_of([self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in values])
         mid = len(values) // 2
         halves = []
         for half in (values[:mid], values[mid:]):
-            span = self.hooks._condition(fk, Bounds(gte=float(half[0]), lte=float(half[-1])))
-            halves.append(self.hooks._filter(must=[span, self.tree(fk, half)]))
-        return self.hooks._filter(should=halves)
+            span = self.hooks.condition(fk, Bounds(gte=float(half[0]), lte=float(half[-1])))
+            halves.append(self.hooks.filter(must=[span, self.tree(fk, half)]))
+        return self.hooks.filter(should=halves)
 
     def range(self, fk: str, bounds: dict[str, float | int]) -> Any:
         """A numeric element within every bound, exact for ints and floats whatever Qdrant's reading."""
@@ -252,10 +255,10 @@ class _Compiler:
         wrong, missed = _window_errors(bounds, floats)
         branch: Any = False
         if not _empty(floats):
-            branch = self.hooks._condition(fk, floats)
+            branch = self.hooks.condition(fk, floats)
             if wrong:
-                branch = self.hooks._filter(must=[branch], must_not=[self.hooks._condition(fk, wrong)])
-        extra = self.hooks._condition(fk, missed) if missed else False
+                branch = self.hooks.filter(must=[branch], must_not=[self.hooks.condition(fk, wrong)])
+        extra = self.hooks.condition(fk, missed) if missed else False
         return self.any_of([c for c in (branch, extra) if c is not False])
 
 
@@ -308,7 +311,7 @@ def _window_errors(bounds: dict[str, float | int], floats: Bounds) -> tuple[list
             continue
         reach = 2 * int(math.ulp(float(b))) + 2
         centre = int(b)
-        for p in range(max(_INT64[0], centre - reach), min(_INT64[1], centre + reach) + 1):
+        for p in range(max(INT64_RANGE[0], centre - reach), min(INT64_RANGE[1] - 1, centre + reach) + 1):
             inside = all(op(p, v) for op, v in exact)
             f = float(p)
             if inside != all(op(f, v) for op, v in read) or inside != all(op(p, v) for op, v in read):
