@@ -85,7 +85,7 @@ class _DenseOnEdge(_OnEdge):
 
 
 class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
-    """A dense store on qdrant-edge, Qdrant's in-process engine: persistent, fast past 100k points.
+    """A dense store on qdrant-edge, Qdrant's in-process engine: persistent, for large collections.
 
     The store lives in the directory ``path`` (``shard/`` holds Qdrant's segments and write-ahead log,
     ``rrf_store.json`` the dimension). Only one store may open a directory at a time: a second opener, in this

@@ -6,17 +6,16 @@ joint stores: it builds the filter through three hooks of the backend (:class:`F
 ``Range`` for :class:`Bounds`, ``IsEmpty`` for :data:`IS_EMPTY`), ``filter(must=, should=, must_not=)`` and
 ``boolean(value)``.
 
-What Qdrant does (measured on qdrant-client 1.20 local mode and qdrant-edge 0.9, tests/unit/stores/
+What Qdrant does (qdrant-client 1.20 local mode and qdrant-edge 0.9, checked by tests/unit/stores/
 test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.matches`:
 
 * ``MatchValue`` / ``MatchAny`` are type-strict: ``"42"`` never matches 42, ``True`` never 1, but the integer 2
   never matches the float 2.0 either (unless the field has an *integer* payload index, which holds integral
   floats as integers). So an integer ``v`` is matched as ``Range(gte=v, lte=v)``: ranges take ints and floats and
   never bools or strings; exact for ``|v| < 2**53`` whatever the field's index. The price is on a field without a
-  payload index (past ``max_auto_indexes``): each range costs a payload scan (measured on qdrant-edge at 20k
-  points: 1 value 34 ms as ``MatchValue`` did, 3 values 108 ms where ``MatchAny`` took ~35 ms), so more than 8
-  integers there become a balanced tree of ranges (1,000 values: 14 s flat, 1 s as a tree). With the float index
-  the stores build, 1 to 40 values take 0.2 to 0.6 ms, 1,000 take 13 ms.
+  payload index (past ``max_auto_indexes``): each range costs a payload scan where one ``MatchAny`` cost one, so
+  more than 8 integers there become a balanced tree of ranges (about ``2 * log2(n)`` checks a point instead of
+  ``n``). A float index, which the stores build, serves a flat list of ranges directly.
 * ``Range`` compares in float64 without an index (and with a float index), but exactly with an integer index and
   in local mode: beyond ``2**53`` an integer can round onto a bound. Such bounds are compiled with the integers
   that either reading gets wrong listed: ``(Range and not MatchAny(wrong)) or MatchAny(missed)``. Limit: a list
@@ -124,8 +123,7 @@ def compile_filter(node: FilterNode | None, hooks: FilterHooks, flat_limit: Call
         hooks: The engine's models.
         flat_limit: For a key, how many integers a Match may list as a flat ``should`` of ranges before it becomes
             a balanced tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
-            one every range is checked on every payload (measured, 20k points, qdrant-edge: 8 a good limit there);
-            qdrant-client local mode checks each in Python (2k points, 1,000 values: 15 s flat, a tree far less).
+            one every range is checked on every payload; qdrant-client local mode checks each in Python.
     """
     if node is None:
         return True
