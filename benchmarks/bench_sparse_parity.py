@@ -44,7 +44,7 @@ from rrf_retriever.evaluation import doc_text, evaluate, load_beir
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
-from rrf_retriever.stores.qdrant.keyword import term_id
+from rrf_retriever.stores.qdrant.sparse_values import term_id
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "results" / "sparse_parity.json"
@@ -169,7 +169,7 @@ def gil_experiment() -> dict[str, Any]:
     store = QdrantEdgeKeywordStore()
     store.add(ids, [doc_text(ds.corpus[i]) for i in ids])
     shard, qe = store._shard, store._qe  # the engine call alone, without our Python around it
-    from rrf_retriever.stores.qdrant.keyword import query_vector
+    from rrf_retriever.stores.qdrant.sparse_values import query_vector
 
     requests = []
     for q in ds.queries.values():

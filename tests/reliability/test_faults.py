@@ -35,6 +35,7 @@ from rrf_retriever.errors import (
 from rrf_retriever.retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
+from rrf_retriever.stores.qdrant.ops import Op
 
 DOCS = {
     "pw": ("How to reset your password from the login page", {"session_id": 1}),
@@ -201,13 +202,13 @@ class EdgeFailingMidAdd(QdrantEdgeDenseStore):
     fail_on_call: int | None = None
     calls = 0
 
-    def _call(self, fn: Any, action: str, *args: Any) -> Any:  # type: ignore[override]
-        if action == "upsert":
+    def _call(self, op: Op, api: Any) -> Any:
+        if op.action == "upsert":
             self.calls += 1
             if self.fail_on_call is not None and self.calls == self.fail_on_call:
                 msg = "No space left on device"
                 raise StoreError(msg)
-        return super()._call(fn, action, *args)
+        return super()._call(op, api)
 
 
 def _assert_reopened_intact(tmp_path: Path) -> None:

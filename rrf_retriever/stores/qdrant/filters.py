@@ -1,21 +1,21 @@
 """Our filter tree (:mod:`rrf_retriever.scope.tree`) compiled to a Qdrant filter, exact, for every Qdrant store.
 
 One compiler for both engines (qdrant-client: memory, path, server; qdrant-edge) and for the dense, keyword and
-hybrid stores: it builds the filter through three engine hooks, ``_condition(field_key, test)`` (a field
-condition: ``MatchValue`` for a str / int / bool, ``MatchAny`` for a list, ``Range`` for :class:`Bounds`,
-``IsEmpty`` for :data:`IS_EMPTY`), ``_filter(must=, should=, must_not=)`` and ``_bool(value)``.
+joint stores: it builds the filter through three hooks of the backend (:class:`FilterHooks`),
+``condition(field_key, test)`` (a field condition: ``MatchValue`` for a str / int / bool, ``MatchAny`` for a list,
+``Range`` for :class:`Bounds`, ``IsEmpty`` for :data:`IS_EMPTY`), ``filter(must=, should=, must_not=)`` and
+``boolean(value)``.
 
-What Qdrant does (measured on qdrant-client 1.20 local mode and qdrant-edge 0.9, tests/unit/stores/
+What Qdrant does (qdrant-client 1.20 local mode and qdrant-edge 0.9, checked by tests/unit/stores/
 test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.tree.matches`:
 
 * ``MatchValue`` / ``MatchAny`` are type-strict: ``"42"`` never matches 42, ``True`` never 1, but the integer 2
   never matches the float 2.0 either (unless the field has an *integer* payload index, which holds integral
   floats as integers). So an integer ``v`` is matched as ``Range(gte=v, lte=v)``: ranges take ints and floats and
   never bools or strings; exact for ``|v| < 2**53`` whatever the field's index. The price is on a field without a
-  payload index (past ``max_auto_indexes``): each range costs a payload scan (measured on qdrant-edge at 20k
-  points: 1 value 34 ms as ``MatchValue`` did, 3 values 108 ms where ``MatchAny`` took ~35 ms), so more than 8
-  integers there become a balanced tree of ranges (1,000 values: 14 s flat, 1 s as a tree). With the float index
-  the stores build, 1 to 40 values take 0.2 to 0.6 ms, 1,000 take 13 ms.
+  payload index (past ``max_auto_indexes``): each range costs a payload scan where one ``MatchAny`` cost one, so
+  more than 8 integers there become a balanced tree of ranges (about ``2 * log2(n)`` checks a point instead of
+  ``n``). A float index, which the stores build, serves a flat list of ranges directly.
 * ``Range`` compares in float64 without an index (and with a float index), but exactly with an integer index and
   in local mode: beyond ``2**53`` an integer can round onto a bound. Such bounds are compiled with the integers
   that either reading gets wrong listed: ``(Range and not MatchAny(wrong)) or MatchAny(missed)``. Limit: a list
@@ -28,7 +28,7 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
 * Arrays match when an element does (one level: ``[[2]]`` holds no 2), ``must_not`` is a complement over
   documents (a document without the key matches ``Not(Match)``), as in the reference.
 * What no filter can fix: qdrant-edge 0.9 stores about one float in nine that needs 16-17 significant digits one
-  float64 step off (see :mod:`rrf_retriever.stores.qdrant.edge`); a range bound within that step of such a value
+  float64 step off (see :mod:`rrf_retriever.stores.qdrant.backend_edge`); a range bound within that step of such a value
   may read it on the wrong side.
 
 Example:
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
+from rrf_retriever.validate import INT64_MAX, INT64_MIN
 
 __all__ = [
     "IS_EMPTY",
@@ -62,7 +63,6 @@ __all__ = [
 _METADATA_PREFIX = "metadata."
 #: Below this magnitude float64 holds every integer: ranges are exact for ints and floats alike.
 _EXACT_INTS = 2**53
-_INT64 = (-(2**63), 2**63 - 1)
 #: Leaves of the tree of ranges; see :func:`compile_filter` for when a Match takes that form.
 _LEAF = 4
 
@@ -94,13 +94,13 @@ NOTHING: Any = _Nothing()
 
 
 class FilterHooks(Protocol):
-    """The engine's filter models (implemented by each Qdrant store)."""
+    """The engine's filter models (implemented by each backend)."""
 
-    def _condition(self, field_key: str, test: Any) -> Any: ...
+    def condition(self, field_key: str, test: Any) -> Any: ...
 
-    def _filter(self, **parts: Any) -> Any: ...
+    def filter(self, **parts: Any) -> Any: ...
 
-    def _bool(self, value: bool) -> Any: ...
+    def boolean(self, value: bool) -> Any: ...
 
 
 def field_key(key: str) -> str:
@@ -121,8 +121,7 @@ def compile_filter(node: FilterNode | None, hooks: FilterHooks, flat_limit: Call
         hooks: The engine's models.
         flat_limit: For a key, how many integers a Match may list as a flat ``should`` of ranges before it becomes
             a balanced tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
-            one every range is checked on every payload (measured, 20k points, qdrant-edge: 8 a good limit there);
-            qdrant-client local mode checks each in Python (2k points, 1,000 values: 15 s flat, a tree far less).
+            one every range is checked on every payload; qdrant-client local mode checks each in Python.
     """
     if node is None:
         return True
@@ -191,10 +190,10 @@ class _Compiler:
             bounds = {op: getattr(node, op) for op in ("gt", "gte", "lt", "lte") if getattr(node, op) is not None}
             return self.range(field_key(node.key), bounds)
         if isinstance(node, Exists):
-            return self.hooks._filter(must_not=[self.hooks._condition(field_key(node.key), IS_EMPTY)])
+            return self.hooks.filter(must_not=[self.hooks.condition(field_key(node.key), IS_EMPTY)])
         if isinstance(node, Not):
             part = self.node(node.part)
-            return (not part) if isinstance(part, bool) else self.hooks._filter(must_not=[part])
+            return (not part) if isinstance(part, bool) else self.hooks.filter(must_not=[part])
         if isinstance(node, AllOf):
             return self.combine(node.parts, "must", absorbing=False)
         return self.combine(node.parts, "should", absorbing=True)
@@ -210,27 +209,27 @@ class _Compiler:
                 conditions.append(compiled)
         if not conditions:
             return not absorbing  # all of nothing is true, any of nothing false (never an empty should)
-        return conditions[0] if len(conditions) == 1 else self.hooks._filter(**{clause: conditions})
+        return conditions[0] if len(conditions) == 1 else self.hooks.filter(**{clause: conditions})
 
     def any_of(self, conditions: list[Any]) -> Any:
         if not conditions:
             return False
-        return conditions[0] if len(conditions) == 1 else self.hooks._filter(should=conditions)
+        return conditions[0] if len(conditions) == 1 else self.hooks.filter(should=conditions)
 
     def match(self, node: Match) -> Any:
         fk = field_key(node.key)
         strs = [v for v in node.values if isinstance(v, str)]
         ints = sorted({v for v in node.values if isinstance(v, int) and not isinstance(v, bool)})
         bools = [v for v in node.values if isinstance(v, bool)]
-        alternatives = [self.hooks._condition(fk, strs if len(strs) > 1 else strs[0])] if strs else []
-        alternatives += [self.hooks._condition(fk, self.hooks._bool(b)) for b in bools]
+        alternatives = [self.hooks.condition(fk, strs if len(strs) > 1 else strs[0])] if strs else []
+        alternatives += [self.hooks.condition(fk, self.hooks.boolean(b)) for b in bools]
         small = [v for v in ints if abs(v) < _EXACT_INTS]
         limit = self.flat_limit(node.key)
         if limit is not None and len(small) > limit:  # guarded by the whole span: most points stop there
-            span = self.hooks._condition(fk, Bounds(gte=float(small[0]), lte=float(small[-1])))
-            alternatives.append(self.hooks._filter(must=[span, self.tree(fk, small)]))
+            span = self.hooks.condition(fk, Bounds(gte=float(small[0]), lte=float(small[-1])))
+            alternatives.append(self.hooks.filter(must=[span, self.tree(fk, small)]))
         else:
-            alternatives += [self.hooks._condition(fk, Bounds(gte=float(v), lte=float(v))) for v in small]
+            alternatives += [self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in small]
         alternatives += [self.range(fk, {"gte": v, "lte": v}) for v in ints if abs(v) >= _EXACT_INTS]
         return self.any_of([a for a in alternatives if a is not False])
 
@@ -238,13 +237,13 @@ class _Compiler:
         """Equality with any of the sorted ``values`` (all below 2**53): a balanced tree of ranges, so a scanning
         engine checks about ``2 * log2(n)`` conditions a point instead of ``n``. Exact: every range is."""
         if len(values) <= _LEAF:
-            return self.any_of([self.hooks._condition(fk, Bounds(gte=float(v), lte=float(v))) for v in values])
+            return self.any_of([self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in values])
         mid = len(values) // 2
         halves = []
         for half in (values[:mid], values[mid:]):
-            span = self.hooks._condition(fk, Bounds(gte=float(half[0]), lte=float(half[-1])))
-            halves.append(self.hooks._filter(must=[span, self.tree(fk, half)]))
-        return self.hooks._filter(should=halves)
+            span = self.hooks.condition(fk, Bounds(gte=float(half[0]), lte=float(half[-1])))
+            halves.append(self.hooks.filter(must=[span, self.tree(fk, half)]))
+        return self.hooks.filter(should=halves)
 
     def range(self, fk: str, bounds: dict[str, float | int]) -> Any:
         """A numeric element within every bound, exact for ints and floats whatever Qdrant's reading."""
@@ -252,10 +251,10 @@ class _Compiler:
         wrong, missed = _window_errors(bounds, floats)
         branch: Any = False
         if not _empty(floats):
-            branch = self.hooks._condition(fk, floats)
+            branch = self.hooks.condition(fk, floats)
             if wrong:
-                branch = self.hooks._filter(must=[branch], must_not=[self.hooks._condition(fk, wrong)])
-        extra = self.hooks._condition(fk, missed) if missed else False
+                branch = self.hooks.filter(must=[branch], must_not=[self.hooks.condition(fk, wrong)])
+        extra = self.hooks.condition(fk, missed) if missed else False
         return self.any_of([c for c in (branch, extra) if c is not False])
 
 
@@ -308,7 +307,7 @@ def _window_errors(bounds: dict[str, float | int], floats: Bounds) -> tuple[list
             continue
         reach = 2 * int(math.ulp(float(b))) + 2
         centre = int(b)
-        for p in range(max(_INT64[0], centre - reach), min(_INT64[1], centre + reach) + 1):
+        for p in range(max(INT64_MIN, centre - reach), min(INT64_MAX, centre + reach) + 1):
             inside = all(op(p, v) for op, v in exact)
             f = float(p)
             if inside != all(op(f, v) for op, v in read) or inside != all(op(p, v) for op, v in read):

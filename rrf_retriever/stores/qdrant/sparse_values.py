@@ -110,8 +110,8 @@ def document_vector(
     """
     counts: dict[str, float] = dict(Counter(terms))
     if title_weight > 0:
-        for term, tf in Counter(title_terms).items():
-            counts[term] = counts.get(term, 0.0) + title_weight * tf
+        for term, in_title in Counter(title_terms).items():
+            counts[term] = counts.get(term, 0.0) + title_weight * in_title
     if not counts:
         return [EMPTY_DOCUMENT_INDEX], [1.0]
     if avgdl is None or not avgdl > 0:

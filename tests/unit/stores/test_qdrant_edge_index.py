@@ -11,7 +11,8 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore, QdrantEdgeKeywordStore
-from rrf_retriever.stores.qdrant.edge import AUTO_OPTIMIZE_POINTS, DEFAULT_INDEX, INDEX_KINDS
+from rrf_retriever.stores.qdrant.backend_edge import DEFAULT_INDEX, INDEX_KINDS
+from rrf_retriever.stores.qdrant.edge_stores import AUTO_OPTIMIZE_POINTS
 
 DIM = 32
 

@@ -189,7 +189,7 @@ _ODD_FLOAT = 415266.62493766355  # qdrant-edge 0.9 holds it in the payload as 41
 def test_qdrant_edge_stores_some_floats_one_step_off(tmp_path: Path) -> None:
     # Measured: about 1 in 9 random floats needing 16-17 digits come back one float64 step off (hits' metadata, and
     # what a filter WITHOUT a payload index reads), e.g. 415266.62493766355 -> 415266.6249376635. Local mode and
-    # ints are exact. When this passes, qdrant-edge got exact: drop the notes in stores/qdrant/edge.py and
+    # ints are exact. When this passes, qdrant-edge got exact: drop the notes in stores/qdrant/backend_edge.py and
     # filters.py, and this test.
     with QdrantEdgeKeywordStore(path=tmp_path, max_auto_indexes=0) as store:
         store.add(["a"], ["alpha"], [{"x": _ODD_FLOAT}])

@@ -31,13 +31,8 @@ from rrf_retriever.stores.qdrant import (
     QdrantKeywordStore,
     point_id,
 )
-from rrf_retriever.stores.qdrant.keyword import (
-    EMPTY_DOCUMENT_INDEX,
-    SPARSE_VECTOR_NAME,
-    document_vector,
-    query_vector,
-    term_id,
-)
+from rrf_retriever.stores.qdrant.points import SPARSE_VECTOR_NAME
+from rrf_retriever.stores.qdrant.sparse_values import EMPTY_DOCUMENT_INDEX, document_vector, query_vector, term_id
 
 K1_PLUS_1 = 2.2  # bm25s ("lucene") drops BM25's constant factor k1 + 1: our scores are its scores times 2.2
 

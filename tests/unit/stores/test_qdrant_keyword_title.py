@@ -25,9 +25,8 @@ from rrf_retriever.stores.qdrant import (
     QdrantHybridStore,
     QdrantKeywordStore,
 )
-from rrf_retriever.stores.qdrant.keyword import document_vector
-from rrf_retriever.stores.qdrant.keyword_client import METADATA_PARAMS_KEY
-from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, term_id
+from rrf_retriever.stores.qdrant.backend_client import METADATA_PARAMS_KEY
+from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, document_vector, term_id
 
 DOCS = {
     "t": ("Effects of statins on the heart", {"title": "Cholesterol trial"}),

@@ -1,4 +1,4 @@
-"""The two leg views of a joint Qdrant collection (:mod:`rrf_retriever.stores.qdrant.hybrid`): the dense view
+"""The two leg views of a joint Qdrant collection (:mod:`rrf_retriever.stores.qdrant.joint`): the dense view
 writes both vectors in one upsert and searches the dense leg; the keyword view searches the BM25 leg and its writes
 are no-ops carried by the dense view (``writes_through``). Both share ``batch_group`` (the store), so the engine
 runs them as one request (``search_batch``).
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest, StoreBase
-from rrf_retriever.stores.qdrant.base import ExcludeIds, Metadatas, Vectors
+from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, Vectors
 from rrf_retriever.types import Hit, Record
 
-if TYPE_CHECKING:
-    from rrf_retriever.stores.qdrant.hybrid import BatchResult, QdrantHybridBase
+if TYPE_CHECKING:  # the joint store creates its views: importing it here at run time would be a cycle
+    from rrf_retriever.stores.qdrant.joint import BatchResult, JointKind
 
 __all__ = ["HybridDenseView", "HybridKeywordView"]
 
@@ -24,16 +24,13 @@ __all__ = ["HybridDenseView", "HybridKeywordView"]
 class _JointView(StoreBase):
     """What both views share: the joint store behind them, its GIL and batch group, count, listing and closing."""
 
-    def __init__(self, store: QdrantHybridBase) -> None:
+    def __init__(self, store: JointKind) -> None:
         self.store = store
+        self.holds_gil = store.holds_gil
 
     @property
-    def holds_gil(self) -> bool:  # type: ignore[override]
-        return bool(self.store.holds_gil)
-
-    @property
-    def batch_group(self) -> QdrantHybridBase:
-        """Legs whose stores share this object run as one request (:meth:`QdrantHybridBase.search_batch`)."""
+    def batch_group(self) -> JointKind:
+        """Legs whose stores share this object run as one request (:meth:`JointKind.search_batch`)."""
         return self.store
 
     def count(self) -> int:
@@ -57,7 +54,7 @@ class HybridDenseView(_JointView):
     """The dense leg of a joint collection (a :class:`~rrf_retriever.stores.base.DenseStore`): its writes write
     both vectors in one upsert, its searches are the dense leg's."""
 
-    def __init__(self, store: QdrantHybridBase) -> None:
+    def __init__(self, store: JointKind) -> None:
         super().__init__(store)
         self.embedding = store.embedding
 
@@ -69,7 +66,7 @@ class HybridDenseView(_JointView):
             vectors: Vectors = None) -> None:
         self.store.add(ids, texts, metadatas, vectors)
 
-    async def aadd(self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None,  # type: ignore[override]
+    async def aadd(self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None,
                    vectors: Vectors = None) -> None:
         await self.store.aadd(ids, texts, metadatas, vectors)
 
@@ -90,7 +87,7 @@ class HybridDenseView(_JointView):
                exclude_ids: ExcludeIds = None) -> list[Hit]:
         return self.store.search(vector, limit, filter, exclude_ids)
 
-    async def asearch(self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None,  # type: ignore[override]
+    async def asearch(self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None,
                       exclude_ids: ExcludeIds = None) -> list[Hit]:
         return await self.store.asearch(vector, limit, filter, exclude_ids)
 
@@ -103,7 +100,7 @@ class HybridKeywordView(_JointView):
     ``delete`` do nothing: the dense view writes both vectors (``writes_through``), and an engine refuses this view
     without it."""
 
-    def __init__(self, store: QdrantHybridBase) -> None:
+    def __init__(self, store: JointKind) -> None:
         super().__init__(store)
         #: The store that carries this view's writes; the engine requires it among the sources.
         self.writes_through = store.dense
@@ -131,7 +128,7 @@ class HybridKeywordView(_JointView):
                exclude_ids: ExcludeIds = None) -> list[Hit]:
         return self.store.keyword_search(query, limit, filter, exclude_ids)
 
-    async def asearch(self, query: str, limit: int, filter: FilterSpec | None = None,  # type: ignore[override]
+    async def asearch(self, query: str, limit: int, filter: FilterSpec | None = None,
                       exclude_ids: ExcludeIds = None) -> list[Hit]:
         return await self.store.akeyword_search(query, limit, filter, exclude_ids)
 

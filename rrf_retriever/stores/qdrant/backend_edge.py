@@ -1,0 +1,424 @@
+""":class:`EdgeBackend`: one collection as a qdrant-edge shard, Qdrant's in-process engine, in a directory of its own.
+
+The directory holds ``shard/`` (Qdrant's segments and write-ahead log), ``rrf_store.json`` (what the shard is:
+the dense dimension and index kind, the BM25 settings under ``"bm25"``, a joint shard's ``"vectors":
+"dense+bm25"``) and ``.rrf_retriever.lock``: only one store may open a directory at a time (an ``fcntl.flock``; a
+second raw open would break the first handle's write-ahead log), so a second opener, in this process or another,
+gets :class:`~rrf_retriever.errors.StoreLockedError`. ``path=None`` is a temporary directory removed on close.
+
+qdrant-edge 0.9 reads a Python ``bool`` in ``MatchValue`` as an integer (``True`` would match ``1``); we pass
+``numpy.bool_`` there, which it reads as a JSON boolean (guarded by a test). It also stores about one payload float
+in nine that needs 16-17 significant digits one float64 step off (``415266.62493766355`` comes back, and is
+filtered, as ``415266.6249376635``; a payload index holds the exact value only until its segment is optimized), so
+a range bound within that step of such a value may read it on the wrong side. Integers and shorter floats are
+exact (a strict xfail test in tests/unit/stores/test_qdrant_filter_property.py guards the note).
+
+Its IDF statistics count deleted points until a segment is vacuumed, so a keyword shard asks for the IDF of the
+live points (``SearchParams(idf=IdfParams(corpus=...))``) only while it holds such points: every point holds the
+one sparse vector, so the shard's indexed vectors outnumber its points exactly then. A joint shard always asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreError, StoreUnavailableError
+from rrf_retriever.stores.lockfile import lock_directory, release
+from rrf_retriever.stores.qdrant.backend import (
+    DENSE_LAYOUT,
+    JOINT_LAYOUT,
+    KEYWORD_LAYOUT,
+    Backend,
+    DenseQuery,
+    Layout,
+    Query,
+    Saved,
+    import_engine,
+)
+from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
+from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
+
+__all__ = ["DEFAULT_INDEX", "INDEX_KINDS", "INT8_OVERSAMPLING", "META_FILE", "EdgeBackend"]
+
+_LOCK_FILE = ".rrf_retriever.lock"
+#: The store's meta file in its directory.
+META_FILE = "rrf_store.json"
+_SHARD_DIR = "shard"
+_META_FORMAT = 1
+#: The meta file's ``"vectors"`` of a joint shard.
+_JOINT_VECTORS = "dense+bm25"
+#: How a new dense shard indexes its optimized segments; saved in the meta file (a shard keeps the kind it was
+#: created with; a shard from before the setting is ``"hnsw"``, Qdrant's default). ``"int8"`` optimizes quickly
+#: and, with rescoring, keeps the float vectors' top results; an HNSW build is slow and holds the GIL.
+INDEX_KINDS = ("int8", "hnsw", "plain")
+DEFAULT_INDEX = "int8"
+#: int8 search: ``limit`` x this many candidates scored on the int8 vectors, rescored with the float vectors.
+INT8_OVERSAMPLING = 2.0
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    """The meta file in ``path`` as a dict, or None when no shard was created there yet.
+
+    Raises:
+        StoreError: the file is unreadable or not a JSON object (never a raw OSError / ValueError).
+    """
+    meta_file = path / META_FILE
+    if not meta_file.is_file() or not (path / _SHARD_DIR).is_dir():
+        return None
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        msg = f"{meta_file} is unreadable: {exc}"
+        raise StoreError(msg) from exc
+    if not isinstance(meta, dict):
+        msg = f"{meta_file} is unreadable: not a JSON object"
+        raise StoreError(msg)
+    return meta
+
+
+def _write_meta(path: Path, meta: Mapping[str, Any]) -> None:
+    """Write the meta file atomically (a temporary file, then ``os.replace``)."""
+    meta_file = path / META_FILE
+    tmp = meta_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"format": _META_FORMAT, **meta}), encoding="utf-8")
+    os.replace(tmp, meta_file)
+
+
+class EdgeBackend(Backend):
+    """A collection of ``layout`` as a qdrant-edge shard in the locked directory ``path``.
+
+    Args:
+        layout: What the points carry.
+        owner: The store's class name, for errors.
+        path: The directory (created if missing), or None for a temporary one (``prefix`` names it).
+        exact: Dense search scans every float vector even once an index exists.
+        hnsw_ef: HNSW search breadth once an index exists; None is Qdrant's default.
+        index: The dense layout's index kind (:data:`INDEX_KINDS`) for a NEW shard; None: the shard's own, else
+            :data:`DEFAULT_INDEX`. Other layouts take Qdrant's default config.
+
+    Raises:
+        MissingDependencyError: qdrant-edge-py is not installed.
+        StoreLockedError: another store holds ``path``.
+        StoreError: ``path`` holds another kind of store, or an unreadable one.
+        InvalidArgumentError: ``index`` differs from the existing shard's.
+    """
+
+    engine_name = "Qdrant edge"
+
+    def __init__(
+        self,
+        layout: Layout,
+        owner: str,
+        path: str | os.PathLike[str] | None,
+        *,
+        prefix: str,
+        exact: bool = False,
+        hnsw_ef: int | None = None,
+        index: str | None = None,
+    ) -> None:
+        super().__init__(layout)
+        self.owner = owner
+        self.qe, self.np = import_engine("qdrant-edge-py", owner, "qdrant_edge", "numpy")
+        self.exact = bool(exact)
+        self.hnsw_ef = hnsw_ef
+        self._asked_index = index
+        #: The shard's index kind (None outside the dense layout: Qdrant's default config).
+        self.index = (index or DEFAULT_INDEX) if layout is DENSE_LAYOUT else None
+        # Bumped before and after every write: a staleness answer read across a write is not cached.
+        self._generation = 0
+        self._idf_cache: tuple[int, bool] | None = None
+        self._saved: Saved | None = None
+        self._dimension: int | None = None
+        self._shard: Any = None
+        self._lock_fh: Any = None
+        self._closed = False
+        self._temporary = path is None
+        self.path = Path(tempfile.mkdtemp(prefix=prefix)) if path is None else Path(path)
+        self.where = f"the store at {self.path}"
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot create the store directory {self.path}: {exc}"
+            raise StoreUnavailableError(msg) from exc
+        self._lock_fh = lock_directory(self.path / _LOCK_FILE, self.where)
+        try:
+            self._open_existing()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def _open_existing(self) -> None:
+        """Read what the directory holds (checked against the layout) and open its shard."""
+        meta = _read_meta(self.path)
+        if meta is None:
+            return
+        if self.layout is KEYWORD_LAYOUT and "bm25" not in meta:
+            msg = f"{self.path} holds another kind of store (no BM25 settings in {META_FILE}); use another path"
+            raise StoreError(msg)
+        if self.layout is JOINT_LAYOUT and (meta.get("vectors") != _JOINT_VECTORS or "bm25" not in meta):
+            msg = f"{self.path} holds another kind of store (not a joint dense + BM25 shard); use another path"
+            raise StoreError(msg)
+        dimension = None
+        if self.layout.dense is not None:
+            try:
+                dimension = int(meta["dimension"])
+            except (KeyError, TypeError, ValueError) as exc:
+                msg = f"{self.path / META_FILE} is unreadable: {exc}"
+                raise StoreError(msg) from exc
+        if self.layout is DENSE_LAYOUT:
+            kind = meta.get("index", "hnsw")  # written before the setting: Qdrant's default config (HNSW)
+            if self._asked_index is not None and self._asked_index != kind:
+                shard_dir = self.path / _SHARD_DIR
+                msg = f"the shard at {shard_dir} was created with index={kind!r}, not {self._asked_index!r}"
+                raise InvalidArgumentError(msg)
+            self.index = kind
+        shard_dir = self.path / _SHARD_DIR
+        try:
+            self._shard = self.qe.EdgeShard.load(str(shard_dir))
+        except Exception as exc:
+            msg = f"cannot open the Qdrant edge shard at {shard_dir}: {exc}"
+            raise StoreError(msg) from exc
+        schema = None
+        with contextlib.suppress(Exception):  # indexes already built persist with the shard
+            schema = self._shard.info().payload_schema
+        self._dimension = dimension
+        self._saved = Saved(dimension, meta.get("bm25") if self.layout.sparse else None, schema)
+
+    def _release_lock(self) -> None:
+        fh, self._lock_fh = self._lock_fh, None
+        release(fh)
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        with self.lock:
+            self.check_open()
+            yield
+
+    def guard(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock, and the open check, around a whole operation (one shard handle, one writer at a time)."""
+        return self._guarded()
+
+    def check_open(self) -> None:
+        if self._closed:
+            msg = f"this {self.owner} is closed"
+            raise StoreError(msg)
+
+    def error(self, exc: Exception, action: str) -> RRFRetrieverError:
+        return StoreError(f"{self.engine_name} {action} failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Flush, close the shard and release the directory lock (a temporary directory is removed)."""
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._shard is not None:
+                with contextlib.suppress(Exception):
+                    self._shard.flush()
+                with contextlib.suppress(Exception):
+                    self._shard.close()
+                self._shard = None
+            self._release_lock()
+            if self._temporary:
+                shutil.rmtree(self.path, ignore_errors=True)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def describe(self) -> str:
+        return f"path={str(self.path)!r}"
+
+    # -- maintenance (edge stores only; through the store's ``_call`` like every primitive) --------------------
+    def flush(self, api: Any) -> None:
+        """Write pending changes to the segments (the write-ahead log already makes them durable)."""
+        if self._shard is not None:
+            self._shard.flush()
+
+    def optimize(self, api: Any) -> bool:
+        """Run Qdrant's optimizers (merge segments, vacuum, build the index); True if anything was optimized."""
+        if self._shard is None:
+            return False
+        self._generation += 1
+        try:
+            return bool(self._shard.optimize())
+        finally:
+            self._generation += 1
+
+    def unoptimized_points(self, api: Any) -> int:
+        """Points outside the optimized segments (searched by an exact scan of their float vectors)."""
+        if self._shard is None:
+            return 0
+        info = self._shard.info()
+        return max(0, int(info.points_count) - int(info.indexed_vectors_count))
+
+    # -- primitives (``api`` is unused: one engine, sync) ------------------------------------------------
+    def exists(self, api: Any) -> bool:
+        return self._saved is not None  # read when the directory was opened
+
+    def read(self, api: Any) -> Saved:
+        assert self._saved is not None
+        return self._saved
+
+    def _meta(self, dimension: int | None, params: dict[str, Any] | None) -> dict[str, Any]:
+        """What the meta file says of a shard of this layout."""
+        if self.layout is DENSE_LAYOUT:
+            return {"dimension": dimension, "distance": "cosine", "index": self.index}
+        if self.layout is KEYWORD_LAYOUT:
+            return {"bm25": params}
+        return {"vectors": _JOINT_VECTORS, "dimension": dimension, "distance": "cosine", "bm25": params}
+
+    def create(self, api: Any, dimension: int | None, params: dict[str, Any] | None) -> None:
+        qe = self.qe
+        shard_dir = self.path / _SHARD_DIR
+        if shard_dir.exists():  # a shard without our meta file: a crash between create and meta write
+            shutil.rmtree(shard_dir)
+        config: dict[str, Any] = {}
+        name = self.layout.dense
+        if name is not None:
+            dense = qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
+            config["vectors"] = dense if name == "" else {name: dense}
+        if self.layout.sparse:
+            config["sparse_vectors"] = {SPARSE_VECTOR_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+        shard = qe.EdgeShard.create(str(shard_dir), qe.EdgeConfig(**config, **self._index_config()))
+        try:
+            _write_meta(self.path, self._meta(dimension, params))
+        except BaseException:
+            shard.close()
+            raise
+        self._shard, self._dimension = shard, dimension
+
+    def _index_config(self) -> dict[str, Any]:
+        """The shard settings of the index kind: no HNSW graph (m=0) for int8 and plain; an int8 copy of the
+        vectors for int8; every segment optimizable whatever its size (optimizing is asked for, never automatic)."""
+        qe = self.qe
+        if self.index in (None, "hnsw"):
+            return {}
+        config: dict[str, Any] = {
+            "hnsw_config": qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+            "optimizers": qe.EdgeOptimizersConfig(indexing_threshold=1),
+        }
+        if self.index == "int8":
+            config["quantization_config"] = qe.ScalarQuantizationConfig(
+                type=qe.ScalarType.Int8, quantile=0.99, always_ram=True
+            )
+        return config
+
+    def save_params(self, api: Any, params: dict[str, Any]) -> None:
+        _write_meta(self.path, self._meta(int(self._dimension or 0), params))
+
+    def _vector(self, point: Point) -> Any:
+        """A point's vectors in qdrant-edge's models: the unnamed dense list, else ``{name: vector}``."""
+        if self.layout.dense == "":
+            return point.dense
+        vectors: dict[str, Any] = {}
+        if point.dense is not None and self.layout.dense is not None:
+            vectors[self.layout.dense] = point.dense
+        if point.sparse is not None:
+            vectors[SPARSE_VECTOR_NAME] = self.qe.SparseVector(*point.sparse)
+        return vectors
+
+    def _write(self, operation: Any) -> None:
+        self._generation += 1
+        try:
+            self._shard.update(operation)
+        finally:
+            self._generation += 1
+
+    def upsert(self, api: Any, points: list[Point]) -> None:
+        qe = self.qe
+        self._write(qe.UpdateOperation.upsert_points(
+            [qe.Point(uuid.UUID(p.pid), self._vector(p), p.payload) for p in points]))
+
+    def update_vectors(self, api: Any, points: list[Point]) -> None:
+        qe = self.qe
+        self._write(qe.UpdateOperation.update_vectors(
+            [qe.PointVectors(uuid.UUID(p.pid), self._vector(p)) for p in points]))
+
+    def delete(self, api: Any, pids: list[str]) -> None:
+        self._write(self.qe.UpdateOperation.delete_points([uuid.UUID(p) for p in pids]))
+
+    def retrieve(self, api: Any, pids: list[str], with_vectors: bool) -> Any:
+        return self._shard.retrieve([uuid.UUID(p) for p in pids], True, with_vectors)
+
+    def count(self, api: Any) -> int:
+        return int(self._shard.count(self.qe.CountRequest(exact=True)))
+
+    def _stats_are_live(self) -> bool:
+        """Whether Qdrant's own IDF statistics count live points only (no deleted or replaced point awaits a
+        vacuum). One point, one sparse vector: indexed vectors == points exactly then."""
+        generation, cached = self._generation, self._idf_cache
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        info = self._shard.info()
+        live = int(info.indexed_vectors_count) == int(info.points_count)
+        self._idf_cache = (generation, live)
+        return live
+
+    def search(self, api: Any, query: Query) -> Any:
+        qe = self.qe
+        if isinstance(query, DenseQuery):
+            name = self.layout.dense
+            nearest = qe.Query.Nearest(query.vector, using=name) if name else qe.Query.Nearest(query.vector)
+            params = qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef, quantization=self._quantization())
+        else:
+            nearest = qe.Query.Nearest(qe.SparseVector(query.indices, query.values), using=SPARSE_VECTOR_NAME)
+            params = None
+            # A shard of sparse vectors only can tell when its statistics are live; a joint shard always asks.
+            if query.live_idf and not (self.layout is KEYWORD_LAYOUT and self._stats_are_live()):
+                corpus = qe.Filter(must=[qe.HasVectorCondition(SPARSE_VECTOR_NAME)])
+                params = qe.SearchParams(idf=qe.IdfParams(corpus=corpus))
+        request = qe.QueryRequest(limit=query.limit, query=nearest, filter=query.filter, with_payload=True,
+                                  params=params)
+        return self._shard.query(request)
+
+    def _quantization(self) -> Any:
+        # Rescoring makes the int8 scan's top ``limit`` the float vectors' ranking of its candidates.
+        if self.index != "int8" or self.exact:
+            return None
+        return self.qe.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
+
+    def search_batch(self, api: Any, queries: list[Query]) -> list[Any]:
+        # One after the other, in one engine call from the store (qdrant-edge 0.9 also has EdgeShard.query_batch,
+        # not used: in-process it would save one call crossing per query).
+        return [self.search(api, query) for query in queries]
+
+    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
+        request = self.qe.ScrollRequest(offset=offset, limit=limit, filter=query_filter,
+                                         with_payload=[DOC_ID_KEY] if ids_only else True, with_vector=False)
+        return self._shard.scroll(request)
+
+    def create_index(self, api: Any, field_key: str, kind: str) -> None:
+        # Persisted in the shard (read back when the directory is opened again).
+        schema = getattr(self.qe.PayloadSchemaType, kind.capitalize())
+        self._shard.update(self.qe.UpdateOperation.create_field_index(field_key, schema))
+
+    # -- filter models -----------------------------------------------------------------------------------
+    def condition(self, field_key: str, test: Any) -> Any:
+        qe = self.qe
+        if isinstance(test, Bounds):
+            return qe.FieldCondition(key=field_key, range=qe.RangeFloat(gt=test.gt, gte=test.gte, lt=test.lt,
+                                                                        lte=test.lte))
+        if test is IS_EMPTY:
+            return qe.IsEmptyCondition(field_key)
+        match = qe.MatchAny(test) if isinstance(test, list) else qe.MatchValue(test)
+        return qe.FieldCondition(key=field_key, match=match)
+
+    def filter(self, **parts: Any) -> Any:
+        return self.qe.Filter(**parts)
+
+    def has_ids(self, pids: Iterable[str]) -> Any:
+        return self.qe.HasIdCondition({uuid.UUID(p) for p in pids})
+
+    def boolean(self, value: bool) -> Any:
+        # numpy.bool_: qdrant-edge 0.9 reads a Python bool as an integer, numpy's bool as a JSON bool.
+        return self.np.bool_(value)

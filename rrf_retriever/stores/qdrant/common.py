@@ -1,0 +1,344 @@
+""":class:`QdrantStore`: what every Qdrant store kind shares, on whichever backend it holds.
+
+It runs operations (:mod:`~rrf_retriever.stores.qdrant.ops`) on its :class:`~rrf_retriever.stores.qdrant.backend.
+Backend`, sync or on the async client, every engine call through ONE method, :meth:`QdrantStore._call` (the
+fault-injection tests override it); and it holds what does not depend on the kind: reading an existing collection
+the first time, get / delete / count, the fallback points of langchain-qdrant's ids
+(:func:`~rrf_retriever.stores.qdrant.points.fallback_point_id`), the scope of a search (payload indexes, the
+compiled filter, ``exclude_ids``) and ``ids_matching``. The kinds (:mod:`~rrf_retriever.stores.qdrant.dense`,
+:mod:`~rrf_retriever.stores.qdrant.keyword`, :mod:`~rrf_retriever.stores.qdrant.joint`) add their writes and
+searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, StoreError
+from rrf_retriever.progress import progress_bar
+from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
+from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Saved
+from rrf_retriever.stores.qdrant.filters import NOTHING, compile_filter
+from rrf_retriever.stores.qdrant.ops import Op, Steps, in_thread, run_async, run_sync
+from rrf_retriever.stores.qdrant.points import (
+    SCROLL_PAGE,
+    ExcludeIds,
+    Point,
+    check_batch_size,
+    doc_id_of,
+    fallback_point_id,
+    hit_of,
+    point_id,
+    record_of,
+)
+from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
+from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import check_ids, check_limit, to_float_vector
+
+__all__ = ["READING", "QdrantStore"]
+
+T = TypeVar("T")
+#: How errors name the calls that read an existing collection.
+READING = "reading the collection"
+
+
+class QdrantStore(StoreBase):
+    """The base of the three store kinds: the backend, the one engine-call choke point, and every operation that
+    does not depend on the kind.
+
+    A kind supplies :meth:`_known` / :meth:`_take` (what it learns from an existing collection) and
+    :meth:`_created`; a public store class picks the backend and hands it to :meth:`_open`.
+    """
+
+    backend: Backend
+
+    def __init__(self, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int) -> None:
+        self.batch_size = check_batch_size(batch_size)
+        self.indexes = PayloadIndexes(index_keys, max_auto_indexes)
+        self._dimension: int | None = None
+
+    def _open(self, backend: Backend) -> None:
+        """Take ``backend`` and read what an existing collection holds (closing the backend if that fails)."""
+        self.backend = backend
+        try:
+            self._run(self._ready_steps())
+        except BaseException:
+            backend.close()
+            raise
+
+    # -- settings ----------------------------------------------------------------------------------------
+    @property
+    def index_keys(self) -> frozenset[str]:
+        """Metadata keys indexed as documents are written."""
+        return self.indexes.index_keys
+
+    @property
+    def max_auto_indexes(self) -> int:
+        """How many payload indexes filtered queries may build on first use."""
+        return self.indexes.max_auto_indexes
+
+    @property
+    def indexed_keys(self) -> frozenset[tuple[str, str]]:
+        """The payload indexes this store knows of, ``(metadata key, kind)``: one per key (Qdrant keeps one)."""
+        return self.indexes.known
+
+    @property
+    def dimension(self) -> int | None:
+        """The dense vector's dimension; None while the store has never been written, or has no dense vector."""
+        return self._dimension
+
+    # -- running operations ------------------------------------------------------------------------------
+    def _call(self, op: Op, api: Any) -> Any:
+        """Call one backend primitive on ``api``: EVERY engine call of every Qdrant store passes here (the
+        fault-injection tests override it), turned into our errors."""
+        try:
+            with self.backend.serialize(api):
+                return op.call(api, *op.args)
+        except RRFRetrieverError:
+            raise
+        except Exception as exc:
+            raise self.backend.error(exc, op.action) from exc
+
+    def _our_error(self, exc: Exception, action: str) -> Exception:
+        if isinstance(exc, RRFRetrieverError):
+            return exc
+        error = self.backend.error(exc, action)
+        error.__cause__ = exc
+        return error
+
+    def _run(self, steps: Steps[T]) -> T:
+        """Run an operation on the sync api, under the backend's guard."""
+        api = self.backend.sync_api
+        with self.backend.guard():
+            return run_sync(steps, lambda op: self._call(op, api))
+
+    async def _arun(self, steps: Steps[T]) -> T:
+        """Run an operation on the async client."""
+        api = self.backend.async_api
+        return await run_async(steps, lambda op: self._call(op, api), self._our_error)
+
+    async def _arun_or_thread(self, steps: Steps[T], sync: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """:meth:`_arun` with an async client; else ``sync(*args, **kwargs)`` in a worker thread."""
+        if self.backend.async_api is None:
+            steps.close()
+            return await in_thread(sync, *args, **kwargs)
+        return await self._arun(steps)
+
+    def _maintain(self, op: Op) -> Any:
+        """Run one backend call outside any operation (flush, optimize), under the guard."""
+        with self.backend.guard():
+            return self._call(op, self.backend.sync_api)
+
+    # -- public operations every kind has ----------------------------------------------------------------
+    def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Record]:
+        """The stored documents among ``ids``, in the order asked; unknown ids are skipped.
+
+        Args:
+            ids: Document ids.
+            with_vectors: Return each document's dense vector too (stores with a dense vector).
+        """
+        return self._run(self._get_steps(ids, with_vectors))
+
+    async def aget(  # type: ignore[override]  # StoreBase.aget takes **kwargs; this one takes its one keyword
+        self, ids: Sequence[str], *, with_vectors: bool = False
+    ) -> list[Record]:
+        """Async :meth:`get`."""
+        return await self._arun_or_thread(self._get_steps(ids, with_vectors), self.get, ids, with_vectors=with_vectors)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete documents by id; unknown ids are ignored."""
+        self._run(self._delete_steps(ids))
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        """Async :meth:`delete`."""
+        await self._arun_or_thread(self._delete_steps(ids), self.delete, ids)
+
+    def count(self) -> int:
+        """Number of documents."""
+        return self._run(self._count_steps())
+
+    async def acount(self) -> int:
+        """Async :meth:`count`."""
+        return await self._arun_or_thread(self._count_steps(), self.count)
+
+    def ids_matching(self, filter: FilterSpec | FilterNode | None = None, limit: int | None = None) -> list[str]:
+        """Every stored id whose metadata matches ``filter`` (all ids for None), sorted; the first ``limit``.
+
+        Example:
+            >>> store.add(["a", "b"], ["x", "y"], [{"ref": 1}, {"ref": 2}])  # doctest: +SKIP
+            >>> store.ids_matching({"ref": {"$ne": 2}})  # doctest: +SKIP
+            ['a']
+
+        Raises:
+            InvalidFilterError: a malformed filter.
+            StoreError: Qdrant failed, or the store is closed.
+        """
+        return self._run(self._ids_matching_steps(filter, limit))
+
+    async def aids_matching(self, filter: FilterSpec | FilterNode | None = None, limit: int | None = None) -> list[str]:
+        """Async :meth:`ids_matching`."""
+        return await self._arun_or_thread(self._ids_matching_steps(filter, limit), self.ids_matching, filter, limit)
+
+    def close(self) -> None:
+        """Release the backend (a client this store opened, a shard and its directory lock)."""
+        self.backend.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.backend.describe()}, {self._describe()})"
+
+    def _describe(self) -> str:
+        return f"dimension={self._dimension}"
+
+    # -- what a kind supplies ----------------------------------------------------------------------------
+    def _known(self) -> bool:
+        """Whether the store knows the collection exists (and what it holds)."""
+        raise NotImplementedError
+
+    def _take(self, saved: Saved) -> None:
+        """Learn what an existing collection holds (and check it against the store's settings)."""
+        raise NotImplementedError
+
+    def _created(self, dimension: int | None, params: dict[str, Any] | None) -> None:
+        """Learn what the collection this store just created holds."""
+        raise NotImplementedError
+
+    # -- the shared operations, as steps -----------------------------------------------------------------
+    def _ready_steps(self) -> Steps[bool]:
+        """Whether the collection exists (what it holds read from the engine the first time)."""
+        if not self._known() and (yield Op(self.backend.exists, (), READING)):
+            saved = yield Op(self.backend.read, (), READING)
+            self.indexes.learn(saved.payload_schema)
+            self._take(saved)
+        return self._known()
+
+    def _create_steps(self, dimension: int | None, params: dict[str, Any] | None) -> Steps[bool]:
+        """Create the collection; False when another writer created it meanwhile (then it is read instead)."""
+        try:
+            yield Op(self.backend.create, (dimension, params), "creating the collection")
+        except StoreError:
+            if not (yield from self._ready_steps()):
+                raise
+            return False
+        self._created(dimension, params)
+        return True
+
+    def _check_dimension(self, dimension: int) -> None:
+        if dimension != self._dimension:
+            msg = f"vectors have dimension {dimension}, the collection {self._dimension}"
+            raise DimensionMismatchError(msg)
+
+    def _upsert_steps(self, pids: list[str], chunk: Callable[[slice], list[Point]]) -> Steps[None]:
+        """Upsert ``batch_size`` points per request, ``chunk(slice of pids)`` building each request's points."""
+        with progress_bar(len(pids), f"upserting into {self.backend.engine_name}", unit="doc") as bar:
+            for start in range(0, len(pids), self.batch_size):
+                points = chunk(slice(start, start + self.batch_size))
+                yield Op(self.backend.upsert, (points,), "upsert")
+                bar.update(len(points))
+
+    def _replace_fallback_steps(self, ids: list[str]) -> Steps[None]:
+        """After an upsert: drop the fallback points these documents owned (they are at their own ids now)."""
+        superseded = yield from self._fallback_points_steps(ids)
+        if superseded:
+            yield Op(self.backend.delete, (superseded,), "delete")
+
+    def _delete_steps(self, ids: Sequence[str]) -> Steps[None]:
+        id_list = check_ids(ids)
+        if id_list and (yield from self._ready_steps()):
+            fallback = yield from self._fallback_points_steps(id_list)
+            yield Op(self.backend.delete, ([point_id(i) for i in id_list] + fallback,), "delete")
+
+    def _get_steps(self, ids: Sequence[str], with_vectors: bool) -> Steps[list[Record]]:
+        id_list = check_ids(ids)
+        if not id_list or not (yield from self._ready_steps()):
+            return []
+        candidates = {i: [p for p in (point_id(i), fallback_point_id(i)) if p] for i in id_list}
+        unique = list(dict.fromkeys(p for pids in candidates.values() for p in pids))
+        stored = yield Op(self.backend.retrieve, (unique, bool(with_vectors)), "get")
+        by_pid = {str(p.id): p for p in stored}
+        dense_name = self.backend.layout.dense
+        out = []
+        for doc_id in id_list:
+            points = [by_pid[p] for p in candidates[doc_id] if p in by_pid]
+            owned = [p for p in points if doc_id_of(p.id, p.payload) == doc_id]  # never another's point
+            if owned:
+                vector = owned[0].vector if with_vectors else None
+                out.append(record_of(owned[0].id, owned[0].payload, vector, dense_name))
+        return out
+
+    def _fallback_points_steps(self, ids: Iterable[str]) -> Steps[list[str]]:
+        """The fallback points (:func:`~rrf_retriever.stores.qdrant.points.fallback_point_id`) of ``ids`` that
+        these documents own."""
+        fallback = [p for p in map(fallback_point_id, ids) if p]
+        if not fallback:
+            return []
+        points = yield Op(self.backend.retrieve, (fallback, False), "get")
+        return [str(p.id) for p in points if doc_id_of(p.id, p.payload) == str(p.id)]
+
+    def _count_steps(self) -> Steps[int]:
+        if not (yield from self._ready_steps()):
+            return 0
+        return int((yield Op(self.backend.count, (), "count")))
+
+    def _nearest_steps(
+        self, vector: Sequence[float] | None, limit: int, filter: FilterSpec | None, exclude_ids: ExcludeIds
+    ) -> Steps[list[Hit]]:
+        """The dense search (dense and joint stores): the ``limit`` nearest documents the scope allows."""
+        limit = check_limit(limit)
+        flt, excluded = normalize_scope(filter, exclude_ids)
+        ready = yield from self._ready_steps()
+        query = to_float_vector(vector, "the query vector")
+        if self._dimension is not None and len(query) != self._dimension:
+            msg = f"the query vector has dimension {len(query)}, the collection {self._dimension}"
+            raise DimensionMismatchError(msg)
+        if limit == 0 or not ready:
+            return []
+        query_filter = yield from self._scope_steps(flt, excluded)
+        if query_filter is NOTHING:
+            return []  # e.g. an empty any-of: nothing can match
+        points = yield Op(self.backend.search, (DenseQuery(query, limit, query_filter),), "search")
+        return [hit_of(p.id, p.payload, p.score) for p in points]
+
+    def _ids_matching_steps(self, filter: FilterSpec | FilterNode | None, limit: int | None) -> Steps[list[str]]:
+        flt = normalize_filter(filter)
+        if limit is not None:
+            limit = check_limit(limit)  # as the other stores
+        if limit == 0 or not (yield from self._ready_steps()):
+            return []
+        query_filter = yield from self._scope_steps(flt, frozenset())
+        if query_filter is NOTHING:
+            return []
+        ids: set[str] = set()
+        offset = None
+        while True:
+            points, offset = yield Op(self.backend.scroll, (offset, SCROLL_PAGE, query_filter, True), "scroll")
+            ids.update(doc_id_of(p.id, p.payload) for p in points)
+            if offset is None:
+                break
+        return sorted(ids)[:limit]
+
+    # -- the scope of a call -----------------------------------------------------------------------------
+    def _scope_steps(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Steps[Any]:
+        """The filter a call sends for its scope: None when unscoped, :data:`~rrf_retriever.stores.qdrant.
+        filters.NOTHING` when no document can match (the call is not sent). Indexes what the filter needs first
+        (engines that use payload indexes)."""
+        backend = self.backend
+        if flt is not None and backend.indexes_payload:
+            yield from self.indexes.query_steps(backend, flt)
+        compiled = compile_filter(flt, backend, lambda key: self.indexes.flat_limit(key, backend.indexes_payload))
+        if compiled is False:
+            return NOTHING
+        excluded_pids = yield from self._excluded_pids_steps(excluded)
+        must_not = [backend.has_ids(excluded_pids)] if excluded_pids else None
+        if compiled is True:
+            return backend.filter(must_not=must_not) if must_not else None
+        return backend.filter(must=[compiled], must_not=must_not)
+
+    def _excluded_pids_steps(self, excluded: frozenset[str]) -> Steps[frozenset[str]]:
+        """The point ids of excluded documents (their fallback points included)."""
+        if not excluded:
+            return frozenset()
+        fallback = yield from self._fallback_points_steps(sorted(excluded))
+        return frozenset(point_id(i) for i in excluded) | frozenset(fallback)

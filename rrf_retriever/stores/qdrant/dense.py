@@ -1,0 +1,164 @@
+""":class:`DenseKind`: the dense store kind, on any backend (one unnamed cosine vector per point).
+
+It implements :class:`~rrf_retriever.stores.base.DenseStore`: cosine similarity (higher is better), the scope
+(filter + ``exclude_ids``) applied inside Qdrant's search, before its top-k. The collection is created on the
+first ``add`` with the vectors' dimension. Public classes:
+:class:`~rrf_retriever.stores.qdrant.QdrantDenseStore` (qdrant-client) and
+:class:`~rrf_retriever.stores.qdrant.QdrantEdgeDenseStore` (qdrant-edge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
+from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.stores.qdrant.backend import Saved
+from rrf_retriever.stores.qdrant.common import QdrantStore
+from rrf_retriever.stores.qdrant.ops import Steps
+from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, Point, Vectors, make_payload, point_id
+from rrf_retriever.types import Hit
+from rrf_retriever.validate import validate_batch, validate_vectors
+
+__all__ = ["DenseBatch", "DenseKind", "prepare_dense_batch"]
+
+
+class DenseBatch(NamedTuple):
+    """A validated batch with its dense vectors, ready to write."""
+
+    ids: list[str]
+    payloads: list[dict[str, Any]]
+    vectors: list[list[float]]
+    dimension: int
+
+
+def prepare_dense_batch(
+    embedding: BaseEmbeddingAdapter,
+    dimension: int | None,
+    ids: Sequence[str],
+    texts: Sequence[str],
+    metadatas: Metadatas,
+    vectors: Vectors,
+) -> DenseBatch:
+    """Validate a batch and its vectors (embedding the texts when ``vectors`` is None) before anything is written.
+
+    Raises:
+        DimensionMismatchError: a vector of another dimension than ``dimension`` (or its siblings), NaN, infinity.
+        EmbeddingError: the embedding model failed.
+    """
+    id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
+    if vectors is None:
+        vectors = embedding.embed_documents(text_list) if text_list else []
+    vector_list: list[list[float]] = []
+    dim = dimension or 0
+    if id_list:
+        vector_list, dim = validate_vectors(vectors, len(id_list), dimension)
+    payloads = [make_payload(doc_id, text, meta) for doc_id, text, meta in zip(id_list, text_list, meta_list)]
+    return DenseBatch(id_list, payloads, vector_list, dim)
+
+
+async def embed_if_needed(
+    embedding: BaseEmbeddingAdapter, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas, vectors: Vectors
+) -> Vectors:
+    """``vectors``, or the texts embedded by ``aembed_documents`` (the async twins' way to embed)."""
+    if vectors is not None:
+        return vectors
+    _, text_list, _ = validate_batch(ids, texts, metadatas)
+    return await embedding.aembed_documents(text_list) if text_list else []
+
+
+class DenseKind(QdrantStore):
+    """The dense store kind: every check, conversion and operation, on the backend a public class picks.
+
+    Args:
+        embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter
+            (kept as ``self.embedding``, an :class:`~rrf_retriever.embeddings.EmbeddingAdapter`).
+        batch_size: Points per upsert request.
+        index_keys: Metadata keys to index as documents are written.
+        max_auto_indexes: How many payload indexes a filtered query may build on first use.
+    """
+
+    embedding: BaseEmbeddingAdapter
+
+    def __init__(self, embedding: Any, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int) -> None:
+        self.embedding = as_embedding(embedding)
+        super().__init__(batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+
+    # -- public operations -------------------------------------------------------------------------------
+    def add(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None, vectors: Vectors = None
+    ) -> None:
+        """Upsert documents (an existing id is replaced); texts are embedded when ``vectors`` is None.
+
+        Everything is validated first: a bad id, metadata or vector raises and nothing is written.
+
+        Raises:
+            DimensionMismatchError: a vector of the wrong dimension, or holding NaN or infinity.
+            EmbeddingError: the embedding model failed.
+            StoreError: Qdrant failed.
+        """
+        self.backend.check_open()
+        batch = prepare_dense_batch(self.embedding, self._dimension, ids, texts, metadatas, vectors)
+        self._run(self._add_steps(batch))
+
+    async def aadd(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None, vectors: Vectors = None
+    ) -> None:
+        """Async :meth:`add` (native with an async client, texts embedded by ``aembed_documents``)."""
+        if self.backend.async_api is None:
+            return await super().aadd(ids, texts, metadatas, vectors)
+        vectors = await embed_if_needed(self.embedding, ids, texts, metadatas, vectors)
+        batch = prepare_dense_batch(self.embedding, self._dimension, ids, texts, metadatas, vectors)
+        return await self._arun(self._add_steps(batch))
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of ``ids`` (``{id: vector}``; unknown ids absent), for the diversity stage
+        (:class:`~rrf_retriever.stores.base.VectorSource`): read back, never embedded again."""
+        return {r.id: list(r.vector) for r in self.get(ids, with_vectors=True) if r.vector is not None}
+
+    def search(
+        self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
+    ) -> list[Hit]:
+        """The ``limit`` nearest documents (cosine similarity) among those the scope allows.
+
+        Raises:
+            DimensionMismatchError: the vector's dimension differs from the collection's, or it holds NaN.
+            FilterError: a malformed filter or ``exclude_ids``.
+            StoreError: Qdrant failed, or the store is closed.
+        """
+        return self._run(self._nearest_steps(vector, limit, filter, exclude_ids))
+
+    async def asearch(
+        self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
+    ) -> list[Hit]:
+        """Async :meth:`search`."""
+        steps = self._nearest_steps(vector, limit, filter, exclude_ids)
+        return await self._arun_or_thread(steps, self.search, vector, limit, filter, exclude_ids)
+
+    # -- the kind's hooks and steps ----------------------------------------------------------------------
+    def _known(self) -> bool:
+        return self._dimension is not None
+
+    def _take(self, saved: Saved) -> None:
+        self._dimension = saved.dimension
+
+    def _created(self, dimension: int | None, params: dict[str, Any] | None) -> None:
+        self._dimension = dimension
+
+    def _add_steps(self, batch: DenseBatch) -> Steps[None]:
+        ids, payloads, vectors, dim = batch
+        if not ids:
+            return
+        if not (yield from self._ready_steps()):
+            yield from self._create_steps(dim, None)
+        self._check_dimension(dim)
+        if self.index_keys and self.backend.indexes_payload:  # before the points: see PayloadIndexes.write_steps
+            yield from self.indexes.write_steps(self.backend, payloads)
+        pids = [point_id(i) for i in ids]
+
+        def chunk_points(chunk: slice) -> list[Point]:
+            return [Point(p, v, None, pl) for p, v, pl in zip(pids[chunk], vectors[chunk], payloads[chunk])]
+
+        yield from self._upsert_steps(pids, chunk_points)
+        yield from self._replace_fallback_steps(ids)

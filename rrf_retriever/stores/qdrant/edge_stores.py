@@ -1,0 +1,286 @@
+"""The three store kinds on qdrant-edge-py, Qdrant's in-process engine: each class only opens its
+:class:`~rrf_retriever.stores.qdrant.backend_edge.EdgeBackend` (a shard in a locked directory), and shows the
+shard's maintenance (flush, optimize).
+
+Example:
+    >>> from rrf_retriever.embeddings import HashingEmbedding
+    >>> with QdrantEdgeDenseStore(HashingEmbedding(dim=8)) as store:  # a temporary directory
+    ...     store.add(["a"], ["hello"])
+    ...     store.count()
+    1
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rrf_retriever.analysis.analyzer import Analyzer
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
+from rrf_retriever.stores.qdrant.backend_edge import INDEX_KINDS, EdgeBackend
+from rrf_retriever.stores.qdrant.common import QdrantStore
+from rrf_retriever.stores.qdrant.dense import DenseKind
+from rrf_retriever.stores.qdrant.joint import JointKind
+from rrf_retriever.stores.qdrant.keyword import KeywordKind
+from rrf_retriever.stores.qdrant.ops import Op
+from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, Metadatas, Vectors
+
+__all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore"]
+
+#: ``auto_optimize=True``: an add leaving at least this many points outside the optimized segments optimizes the
+#: shard (int8 and plain shards; an HNSW shard builds its graph only when ``optimize`` is called).
+AUTO_OPTIMIZE_POINTS = 10_000
+
+
+class _OnEdge(QdrantStore):
+    """What a store on qdrant-edge shows of its shard."""
+
+    backend: EdgeBackend
+    #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/bench_leg_overlap.py), so no other
+    #: Python thread runs meanwhile: the engine starts this leg after the others are under way.
+    holds_gil: bool = True
+
+    @property
+    def path(self) -> Path:
+        """The store's directory."""
+        return self.backend.path
+
+    def flush(self) -> None:
+        """Write pending changes to the segments (the write-ahead log already makes them durable)."""
+        self._maintain(Op(self.backend.flush, (), "flush"))
+
+    def optimize(self) -> bool:
+        """Run Qdrant's optimizers (merge segments, vacuum deleted points, build the shard's index); blocks until
+        done.
+
+        Returns:
+            True if anything was optimized.
+        """
+        return bool(self._maintain(Op(self.backend.optimize, (), "optimize")))
+
+
+class _DenseOnEdge(_OnEdge):
+    """The dense search settings of a store with a dense vector on qdrant-edge (read by every search)."""
+
+    @property
+    def exact(self) -> bool:
+        """Force exact search (float vectors, every point) even after :meth:`optimize`."""
+        return self.backend.exact
+
+    @exact.setter
+    def exact(self, value: bool) -> None:
+        self.backend.exact = bool(value)
+
+    @property
+    def hnsw_ef(self) -> int | None:
+        """HNSW search breadth once an index exists; None is Qdrant's default."""
+        return self.backend.hnsw_ef
+
+    @hnsw_ef.setter
+    def hnsw_ef(self, value: int | None) -> None:
+        self.backend.hnsw_ef = value
+
+
+class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
+    """A dense store on qdrant-edge, Qdrant's in-process engine: persistent, for large collections.
+
+    The store lives in the directory ``path`` (``shard/`` holds Qdrant's segments and write-ahead log,
+    ``rrf_store.json`` the dimension). Only one store may open a directory at a time: a second opener, in this
+    process or another, gets :class:`~rrf_retriever.errors.StoreLockedError`. ``path=None`` uses a temporary
+    directory removed by :meth:`close`.
+
+    New points are searched exactly (float vectors) until :meth:`optimize` moves them into an optimized segment,
+    indexed as ``index`` says. By default (``index="int8"``, ``auto_optimize=True``) the store optimizes by itself
+    once an add leaves :data:`AUTO_OPTIMIZE_POINTS` points outside the optimized segments: their vectors get an int8
+    copy that a search scans first (``limit`` x ``INT8_OVERSAMPLING`` candidates), rescoring the candidates with
+    the float vectors (see ``benchmarks/RESULTS.md``, "The path users take").
+
+    Args:
+        embedding: As for :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore`.
+        path: The store's directory (created if missing), or None for a temporary one.
+        exact: Force exact search (float vectors, every point) even after :meth:`optimize`.
+        hnsw_ef: HNSW search breadth (``ef``) once an index exists; None is Qdrant's default.
+        index: How a NEW shard indexes optimized segments: ``"int8"`` (scalar-quantized copy + rescoring, the
+            default), ``"hnsw"`` (Qdrant's HNSW graph, m=16: the fastest search on the largest shards, but its
+            build is slow on few cores and holds the GIL) or ``"plain"`` (exact float scan). None: the shard's
+            own kind, else ``"int8"``; another kind than an existing shard's is an error.
+        auto_optimize: True: optimize after an add that leaves :data:`AUTO_OPTIMIZE_POINTS` points unoptimized
+            (int8 and plain shards; never for ``"hnsw"``); an int: that many points, for any kind; False: only
+            when :meth:`optimize` is called.
+        batch_size: Points per update operation.
+        index_keys: Metadata keys to index as documents are written (e.g. ``["session_id"]``), so filtered
+            queries on them never build an index themselves.
+        max_auto_indexes: How many payload indexes a filtered query may build on first use (default 8); past it,
+            other keys are filtered without an index (correct, slower).
+
+    Raises:
+        MissingDependencyError: qdrant-edge-py is not installed (extra ``qdrant``).
+        StoreLockedError: another store holds ``path``.
+        InvalidArgumentError: an unknown ``index`` or one that differs from the shard's; a bad ``auto_optimize``.
+    """
+
+    def __init__(
+        self,
+        embedding: Any,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        exact: bool = False,
+        hnsw_ef: int | None = None,
+        batch_size: int = UPSERT_BATCH,
+        index_keys: Sequence[str] = (),
+        max_auto_indexes: int = MAX_AUTO_INDEXES,
+        index: str | None = None,
+        auto_optimize: bool | int = True,
+    ) -> None:
+        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        if index is not None and index not in INDEX_KINDS:
+            msg = f"index must be one of {list(INDEX_KINDS)} or None, got {index!r}"
+            raise InvalidArgumentError(msg)
+        if not isinstance(auto_optimize, (bool, int)):
+            msg = f"auto_optimize must be a bool or a number of points, not {type(auto_optimize).__name__}"
+            raise InvalidTypeError(msg)
+        if not isinstance(auto_optimize, bool) and auto_optimize < 1:
+            msg = f"auto_optimize must be True, False or a number of points >= 1, got {auto_optimize!r}"
+            raise InvalidArgumentError(msg)
+        self._auto_optimize = auto_optimize
+        self._open(EdgeBackend(DENSE_LAYOUT, type(self).__name__, path, prefix="rrf-edge-", exact=exact,
+                               hnsw_ef=hnsw_ef, index=index))
+
+    @property
+    def index(self) -> str:
+        """The shard's index kind (``INDEX_KINDS``); read from the shard's meta file when it exists."""
+        return str(self.backend.index)
+
+    @property
+    def auto_optimize_points(self) -> int | None:
+        """After an add leaving this many points unoptimized, the store optimizes (None: never by itself)."""
+        if self._auto_optimize is False:
+            return None
+        if self._auto_optimize is True:
+            return None if self.index == "hnsw" else AUTO_OPTIMIZE_POINTS
+        return int(self._auto_optimize)
+
+    def unoptimized_points(self) -> int:
+        """Points outside the optimized segments (searched by an exact scan of their float vectors)."""
+        return int(self._maintain(Op(self.backend.unoptimized_points, (), "read the shard's info")))
+
+    def add(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None, vectors: Vectors = None
+    ) -> None:
+        """Upsert documents as :meth:`QdrantDenseStore.add <rrf_retriever.stores.qdrant.QdrantDenseStore.add>`
+        does; then optimize if the add left :attr:`auto_optimize_points` points unoptimized."""
+        super().add(ids, texts, metadatas, vectors)
+        threshold = self.auto_optimize_points
+        if threshold is not None and self.unoptimized_points() >= threshold:
+            self.optimize()
+
+
+class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
+    """A BM25 keyword store on qdrant-edge: persistent, in-process.
+
+    It implements :class:`~rrf_retriever.stores.base.KeywordStore` like
+    :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore` (scheme: :mod:`rrf_retriever.stores.qdrant.keyword`).
+    The store lives in the directory ``path`` (``shard/`` holds the sparse vector ``"bm25"`` with ``Modifier.Idf``
+    and no dense vector, ``rrf_store.json`` the BM25 settings under ``"bm25"``). One store may open a directory at
+    a time: a second opener gets :class:`~rrf_retriever.errors.StoreLockedError`. ``path=None`` uses a temporary
+    directory removed by :meth:`close`.
+
+    Args:
+        path: The store's directory (created if missing), or None for a temporary one.
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: As for
+            :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore`.
+        batch_size: Points per update operation.
+        index_keys, max_auto_indexes: Payload indexes, as for the dense edge store.
+
+    Raises:
+        MissingDependencyError: qdrant-edge-py is not installed (extra ``qdrant``).
+        StoreLockedError: another store holds ``path``.
+        StoreError: ``path`` holds another kind of store (e.g. a dense one).
+        InvalidArgumentError: settings that differ from the saved ones.
+
+    Example:
+        >>> with QdrantEdgeKeywordStore() as store:  # a temporary directory
+        ...     store.add(["a"], ["hello world"])
+        ...     [h.id for h in store.search("hello", 3)]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        analyzer: Analyzer | None = None,
+        k1: float | None = None,
+        b: float | None = None,
+        avgdl: float | None = None,
+        title_weight: float | None = None,
+        live_idf: bool = True,
+        auto_reweight: bool = True,
+        batch_size: int = UPSERT_BATCH,
+        index_keys: Any = (),
+        max_auto_indexes: int = MAX_AUTO_INDEXES,
+    ) -> None:
+        super().__init__(
+            analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
+            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
+            max_auto_indexes=max_auto_indexes,
+        )
+        self._open(EdgeBackend(KEYWORD_LAYOUT, type(self).__name__, path, prefix="rrf-edge-kw-"))
+
+
+class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
+    """Dense and BM25 legs in ONE qdrant-edge shard, in the directory ``path`` (locked against a second opener;
+    None: a temporary directory removed by :meth:`close`). Use :attr:`dense` and :attr:`keyword` as the engine's
+    two sources. :meth:`search_batch` runs the legs one after the other under the store's lock (one call from the
+    engine, no thread per leg; the shard keeps the GIL while it searches anyway). The meta file ``rrf_store.json``
+    holds the dimension, the BM25 settings and ``"vectors": "dense+bm25"``.
+
+    Args:
+        embedding: The dense leg's embedding.
+        path: The store's directory (created if missing), or None for a temporary one.
+        exact, hnsw_ef: Dense search, as for :class:`QdrantEdgeDenseStore`.
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
+            :class:`QdrantEdgeKeywordStore`.
+        batch_size, index_keys, max_auto_indexes: As for the edge stores.
+
+    Raises:
+        MissingDependencyError: qdrant-edge-py is not installed (extra ``qdrant``).
+        StoreLockedError: another store holds ``path``.
+        StoreError: ``path`` holds another kind of store.
+
+    Example:
+        >>> from rrf_retriever.embeddings import HashingEmbedding
+        >>> with QdrantEdgeHybridStore(HashingEmbedding(dim=8)) as store:  # a temporary directory
+        ...     store.add(["a"], ["hello world"])
+        ...     [h.id for h in store.keyword.search("hello", 3)]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        embedding: Any,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        exact: bool = False,
+        hnsw_ef: int | None = None,
+        analyzer: Analyzer | None = None,
+        k1: float | None = None,
+        b: float | None = None,
+        avgdl: float | None = None,
+        title_weight: float | None = None,
+        live_idf: bool = True,
+        auto_reweight: bool = True,
+        batch_size: int = UPSERT_BATCH,
+        index_keys: Sequence[str] = (),
+        max_auto_indexes: int = MAX_AUTO_INDEXES,
+    ) -> None:
+        super().__init__(
+            embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
+            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
+            max_auto_indexes=max_auto_indexes,
+        )
+        self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=exact,
+                               hnsw_ef=hnsw_ef))

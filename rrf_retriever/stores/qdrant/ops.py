@@ -1,0 +1,143 @@
+"""One store operation, written once for a sync engine and for an async client.
+
+An operation is a generator of :class:`Op` s: each names a backend method (the bound method itself, so grep finds
+every caller) and its arguments. The runner calls ``op.call(api, *op.args)`` and sends the result back in at the
+``yield``, or throws the error in there (so an operation can catch it, and its ``with`` blocks close).
+:func:`run_sync` does that with the sync client (or none: qdrant-edge); :func:`run_async` awaits each call made
+with an ``AsyncQdrantClient``, which has the methods of ``QdrantClient`` as coroutines. So ``add`` and ``aadd``
+share one body.
+
+Example:
+    >>> def double(api, x):
+    ...     return 2 * x
+    >>> def steps():
+    ...     y = yield Op(double, (21,), "double")
+    ...     return y
+    >>> run_sync(steps(), lambda op: op.call(None, *op.args))
+    42
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["Finished", "Op", "Steps", "drive", "finish", "in_thread", "run_async", "run_sync", "then"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One engine call of an operation.
+
+    Attributes:
+        call: A backend method; it gets the ``api`` to call (the sync or async client, None on qdrant-edge) first,
+            then ``args``, and returns the result or, on an async client, an awaitable of it.
+        args: Its arguments after ``api``.
+        action: How errors name it (``"Qdrant upsert failed: ..."``); fault-injection tests match on it.
+    """
+
+    call: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    action: str = ""
+
+
+#: An operation: it yields :class:`Op` s, gets back each call's result, and returns a T.
+Steps = Generator[Op, Any, T]
+
+
+def then(result: Any, fn: Callable[[Any], T]) -> Any:
+    """``fn(result)``; for an awaitable ``result`` (an async client's call), a coroutine giving ``fn(await result)``.
+
+    Example:
+        >>> then(20, lambda n: n + 1)
+        21
+    """
+    if not inspect.isawaitable(result):
+        return fn(result)
+
+    async def finish() -> T:
+        return fn(await result)
+
+    return finish()
+
+
+def run_sync(steps: Steps[T], perform: Callable[[Op], Any]) -> T:
+    """Run an operation, each of its ops by ``perform`` (whose error is thrown back into the operation)."""
+    reply, error = None, None
+    with contextlib.closing(steps):
+        while True:
+            try:
+                op = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            try:
+                reply, error = perform(op), None
+            except Exception as exc:  # thrown into the steps
+                reply, error = None, exc
+
+
+async def run_async(
+    steps: Steps[T], perform: Callable[[Op], Awaitable[Any]], translate: Callable[[Exception, str], Exception]
+) -> T:
+    """:func:`run_sync` with each op's awaitable awaited; an error raised while awaiting is ``translate(exc,
+    op.action)`` (our error type) before it is thrown in."""
+    reply, error = None, None
+    with contextlib.closing(steps):
+        while True:
+            try:
+                op = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            try:
+                reply, error = await perform(op), None
+            except Exception as exc:  # thrown into the steps
+                reply, error = None, translate(exc, op.action)
+
+
+class Finished:
+    """A finished operation's result (or its error, kept as the result), as :func:`drive` returns it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def drive(
+    steps: Steps[Any], reply: Any, error: BaseException | None, stop_at: Callable[[Op], bool] = lambda op: False
+) -> Steps[Finished | Op]:
+    """Advance ``steps`` (first sending ``reply`` or throwing ``error``), passing its ops through, until it finishes
+    (:class:`Finished`: its result, or the exception it raised) or yields an op ``stop_at`` picks (returned, not
+    run: the caller runs it, e.g. with other operations' ops in one request, and drives on with its reply)."""
+    while True:
+        try:
+            op = steps.send(reply) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return Finished(done.value)
+        except Exception as exc:
+            return Finished(exc)
+        if stop_at(op):
+            return op
+        try:
+            reply, error = (yield op), None
+        except Exception as exc:
+            reply, error = None, exc
+
+
+def finish(steps: Steps[Any], reply: Any, error: BaseException | None) -> Steps[Any]:
+    """:func:`drive` ``steps`` to its end: its result, or the exception it raised, as the value."""
+    outcome = yield from drive(steps, reply, error)
+    assert isinstance(outcome, Finished)  # nothing stops it short
+    return outcome.value
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never import it)."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
