@@ -499,7 +499,7 @@ def demo_command(
         run_demo(index_dir=index_dir, rebuild=rebuild, console=console)
 
 
-# ``tune``: the command lives beside tune() in rrf_retriever/tuning.py (same error handling as the others).
+# ``tune``: the command lives beside tune() in rrf_retriever/tuning/tuner.py (same error handling as the others).
 register_tune_command(app, _user_errors)
 
 

@@ -18,7 +18,7 @@ from rrf_retriever.errors import AllLegsFailedError, InvalidArgumentError, Inval
 from rrf_retriever.evaluation import doc_text, load_beir
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from rrf_retriever.tuning import (
+from rrf_retriever.tuning.tuner import (
     Setting,
     TuneGrid,
     TuneReport,

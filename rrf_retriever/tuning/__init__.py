@@ -1,0 +1,14 @@
+"""Fit the retriever's settings to judged queries (:func:`tune`), and change them only when the gain is real.
+
+The public path of the names the README and the notebooks use; each is defined in its own module of this package.
+
+Example:
+    >>> from rrf_retriever.tuning import load_judged_queries
+    >>> queries, qrels = load_judged_queries()
+    >>> set(queries) == set(qrels)
+    True
+"""
+
+from rrf_retriever.tuning.tuner import TuneReport, demo_eval_dir, load_judged_queries, metric_value, tune
+
+__all__ = ["TuneReport", "demo_eval_dir", "load_judged_queries", "metric_value", "tune"]
