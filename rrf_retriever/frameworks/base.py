@@ -468,11 +468,11 @@ class RetrieverCore:
              folds: int = 5, **kwargs: Any) -> Any:
         """Fit ``rrf_k``, weights, fusion and fetch depth to judged queries by k-fold cross-validation; apply (and,
         for an index directory, save in its manifest) the best setting only if its gain is significant (paired
-        bootstrap 95% CI above 0). Returns a :class:`~rrf_retriever.tuning.tuner.TuneReport`; see
-        :func:`rrf_retriever.tuning.tuner.tune` for the keywords (``grid``, ``apply``, ``index_dir``, ``seed``, ...).
+        bootstrap 95% CI above 0). Returns a :class:`~rrf_retriever.tuning.TuneReport`; see
+        :func:`rrf_retriever.tuning.tune` for the keywords (``grid``, ``apply``, ``index_dir``, ``seed``, ...).
 
         Example:
-            >>> from rrf_retriever.tuning.tuner import load_judged_queries  # doctest: +SKIP
+            >>> from rrf_retriever.tuning import load_judged_queries  # doctest: +SKIP
             >>> print(retriever.tune(*load_judged_queries(), metric="ndcg@10", folds=5))  # doctest: +SKIP
         """
         from rrf_retriever.tuning.tuner import tune

@@ -16,20 +16,15 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.index.manifest import saved_settings
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from rrf_retriever.tuning.tuner import (
-    Setting,
-    TuneGrid,
-    TuneReport,
-    demo_eval_dir,
-    load_judged_queries,
-    metric_value,
-    paired_bootstrap_ci,
-    parse_metric,
-    saved_settings,
-    tune,
-)
+from rrf_retriever.tuning.grid import Setting, TuneGrid
+from rrf_retriever.tuning.judged import demo_eval_dir, load_judged_queries
+from rrf_retriever.tuning.metrics import metric_value, parse_metric
+from rrf_retriever.tuning.report import TuneReport
+from rrf_retriever.tuning.statistics import paired_bootstrap_ci
+from rrf_retriever.tuning.tuner import tune
 from rrf_retriever.types import Hit
 
 DATA = files("rrf_retriever").joinpath("data")
