@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from rrf_retriever.index.directory import create_index, read_manifest, save_manifest
-from tests.integrations._server import free_port
+from tests.integrations.server_helpers import free_port
 
 KEY = "cli-key-123"
 

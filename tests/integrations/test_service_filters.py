@@ -14,7 +14,7 @@ from rrf_retriever.engine import HybridEngine
 from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 DOCS = {
     f"d{i}": {"n": i, "lang": "en" if i % 2 else "de", **({"tag": "x"} if i % 3 == 0 else {})} for i in range(12)
