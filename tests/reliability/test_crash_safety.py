@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._workloads import DIM, run_crash_safety, verify_crash_dir
+from tests.reliability.workloads import DIM, run_crash_safety, verify_crash_dir
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore

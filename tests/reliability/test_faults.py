@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks._workloads import DIM, REPO
+from tests.reliability.workloads import DIM, REPO
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import (

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
-from benchmarks._workloads import DIM
+from tests.reliability.hostile import HOSTILE_QUERIES
+from tests.reliability.workloads import DIM
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.retriever import EnsembleRRFRetriever

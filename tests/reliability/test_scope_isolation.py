@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._workloads import WORDS, run_scope_isolation, scope_corpus, scope_engine
+from tests.reliability.workloads import WORDS, run_scope_isolation, scope_corpus, scope_engine
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
 

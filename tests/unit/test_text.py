@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
+from tests.reliability.hostile import HOSTILE_QUERIES
 from rrf_retriever.analysis.analyzer import (
     DEFAULT_STOPWORDS,
     Analyzer,

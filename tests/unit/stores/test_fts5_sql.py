@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from benchmarks._hostile import HOSTILE_QUERIES
+from tests.reliability.hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,

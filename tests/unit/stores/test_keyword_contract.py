@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
+from tests.reliability.hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
+from tests.reliability.hostile import HOSTILE_QUERIES
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
