@@ -31,7 +31,7 @@ from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 DIM = 32
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # tests/reliability/ -> the repository root
 WORDS = (
     "alpha beta gamma delta error token login password deploy index search vector keyword session memory "
     "cache disk network timeout retry queue server client config tokenizer database backup restore sync"

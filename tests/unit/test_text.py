@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.hostile import HOSTILE_QUERIES
 from rrf_retriever.analysis.analyzer import (
     DEFAULT_STOPWORDS,
     Analyzer,
@@ -20,6 +19,7 @@ from rrf_retriever.analysis.analyzer import (
 )
 from rrf_retriever.analysis.languages import is_cjk
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from tests.reliability.hostile import HOSTILE_QUERIES
 
 # ---- tokenize -----------------------------------------------------------------------------------------
 
