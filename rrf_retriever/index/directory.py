@@ -54,14 +54,13 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.index.manifest import (
     EXTERNAL,
     FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.index.directory import
     JOURNAL_FILE,
     MANIFEST_FILE,
     MANIFEST_SETTINGS_KEY,  # noqa: F401
-    IndexDirectoryError,
     check_analyzer,
     check_manifest,
     claim_manifest,
@@ -342,7 +341,7 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
         >>> open_index("/nonexistent")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        rrf_retriever.index.directory.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
+        rrf_retriever.errors.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
     """
     root = Path(path)
     manifest = read_manifest(root)

@@ -25,7 +25,7 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import RRFRetrieverError, StoreUnavailableError
+from rrf_retriever.errors import IndexDirectoryError, RRFRetrieverError
 from rrf_retriever.index.registry import (
     BM25_DIR,
     DEFAULT_COLLECTION,
@@ -47,7 +47,6 @@ __all__ = [
     "JOURNAL_FILE",
     "MANIFEST_FILE",
     "MANIFEST_SETTINGS_KEY",
-    "IndexDirectoryError",
     "check_analyzer",
     "check_manifest",
     "claim_manifest",
@@ -75,15 +74,6 @@ _LAYOUT_ENTRIES = frozenset(
     {MANIFEST_FILE, BM25_DIR, QDRANT_DIR, QDRANT_EDGE_DIR}
     | {f"{name}{suffix}" for name in (KEYWORD_FILE, JOURNAL_FILE) for suffix in ("", "-wal", "-shm", "-journal")}
 )
-
-
-class IndexDirectoryError(StoreUnavailableError):
-    """An index directory is missing, incomplete, corrupt or does not match what was asked (another store kind,
-    another embedder); the message says which and what to do."""
-
-
-# Public as rrf_retriever.index.directory.IndexDirectoryError (re-exported there): that name in tracebacks/pickles.
-IndexDirectoryError.__module__ = "rrf_retriever.index.directory"
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

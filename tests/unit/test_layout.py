@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.apps.cli import app
 from rrf_retriever.embeddings import CallableEmbedding, HashingEmbedding
-from rrf_retriever.errors import StoreError
-from rrf_retriever.index.directory import MANIFEST_FILE, IndexDirectoryError, open_index, read_manifest
+from rrf_retriever.errors import IndexDirectoryError, StoreError
+from rrf_retriever.index.directory import MANIFEST_FILE, open_index, read_manifest
 
 TEXTS = ["alpha rockets launch at dawn", "beta gardens grow tomatoes", "gamma rays from distant stars"]
 META = [{"s": 1}, {"s": 2}, {"s": 3}]
@@ -153,7 +153,7 @@ def test_another_process_with_another_dense_kind_is_refused(tmp_path: Path) -> N
     code = (
         "from rrf_retriever import EnsembleRRFRetriever\n"
         "from rrf_retriever.embeddings import HashingEmbedding\n"
-        "from rrf_retriever.index.directory import IndexDirectoryError\n"
+        "from rrf_retriever.errors import IndexDirectoryError\n"
         "try:\n"
         f"    EnsembleRRFRetriever.from_texts(['x'], HashingEmbedding(16), path={str(tmp_path)!r}, dense='qdrant')\n"
         "except IndexDirectoryError as exc:\n"

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import MiniLMEmbedding
-from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError
 from rrf_retriever.index.directory import (
-    IndexDirectoryError,
     create_index,
     describe_embedding,
     embedder_spec,
