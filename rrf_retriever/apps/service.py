@@ -315,7 +315,7 @@ def create_app(
 
     def refresh_manifest() -> None:
         if index_path is not None:
-            from rrf_retriever.index.directory import save_manifest
+            from rrf_retriever.index.manifest import save_manifest
 
             save_manifest(index_path, engine)
 

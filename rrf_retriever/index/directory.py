@@ -39,6 +39,7 @@ The CLI and the settings service open an index with :func:`open_index` and get a
 
 Example:
     >>> engine = create_index("/tmp/idx", embedder="hashing:64")  # doctest: +SKIP
+    >>> from rrf_retriever.index.manifest import save_manifest
     >>> engine.add(["a"], ["hybrid search"]); save_manifest("/tmp/idx", engine)  # doctest: +SKIP
     >>> engine.close(); open_index("/tmp/idx").search("hybrid").ids  # doctest: +SKIP
     ['a']
@@ -57,10 +58,8 @@ from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.index.manifest import (
     EXTERNAL,
-    FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.index.directory import
     JOURNAL_FILE,
     MANIFEST_FILE,
-    MANIFEST_SETTINGS_KEY,  # noqa: F401
     check_analyzer,
     check_manifest,
     claim_manifest,
@@ -68,25 +67,13 @@ from rrf_retriever.index.manifest import (
     new_manifest,
     read_manifest,
     refresh_manifest,
-    save_manifest,
-    saved_settings,  # noqa: F401
     with_saved_settings,
 )
 from rrf_retriever.index.registry import (
-    BM25_DIR,
     DEFAULT_COLLECTION,
-    DEFAULT_DENSE_STORE,  # noqa: F401
-    DEFAULT_KEYWORD_STORE,  # noqa: F401
     DENSE_DIRS,
     JOINT_QDRANT,
-    KEYWORD_FILE,
     KEYWORD_PLACES,
-    KEYWORD_QDRANT_DIR,  # noqa: F401
-    KEYWORD_QDRANT_EDGE_DIR,  # noqa: F401
-    QDRANT_DIR,
-    QDRANT_EDGE_DIR,
-    describe_embedding,
-    embedder_spec,
     make_dense_store,
     make_embedding,
     make_keyword_store,
@@ -94,31 +81,7 @@ from rrf_retriever.index.registry import (
     normalize_embedder_spec,
 )
 
-# The manifest and the store halves of the layout live in layout_manifest / layout_stores (re-exported above).
-__all__ = [
-    "BM25_DIR",
-    "DEFAULT_COLLECTION",
-    "JOINT_QDRANT",
-    "JOURNAL_FILE",
-    "KEYWORD_FILE",
-    "MANIFEST_FILE",
-    "QDRANT_DIR",
-    "QDRANT_EDGE_DIR",
-    "IndexDirectoryError",
-    "IndexStores",
-    "create_index",
-    "describe_embedding",
-    "embedder_spec",
-    "make_dense_store",
-    "make_embedding",
-    "make_keyword_store",
-    "make_qdrant_stores",
-    "open_index",
-    "open_stores",
-    "read_manifest",
-    "refresh_manifest",
-    "save_manifest",
-]
+__all__ = ["IndexStores", "create_index", "open_index", "open_stores"]
 
 
 def _kind(store: Any, role: str) -> str | None:

@@ -2,8 +2,8 @@
 (exclusively), adopting a manifest-less folder of layout entries, refreshing it from the stores, and the settings it
 saves for the next open.
 
-Split from :mod:`rrf_retriever.index.directory` (which re-exports every public name here); the manifest's keys and the
-directory layout are described there.
+The manifest's keys and the directory layout are described in :mod:`rrf_retriever.index.directory`, which opens
+the stores the manifest names.
 
 Example:
     >>> saved_settings({"settings": {"rrf_k": 20.0}})

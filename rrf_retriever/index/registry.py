@@ -1,7 +1,7 @@
 """Store construction of an index directory: the keyword and dense stores (and the joint Qdrant pair) where the
 layout puts them, and the embedders an index names by spec (``"minilm"``, ``"hashing:<dim>"``).
 
-Split from :mod:`~.index.directory` (which re-exports every name here); the directory layout is described there.
+The directory layout is described in :mod:`~rrf_retriever.index.directory`, which opens these stores.
 
 Example:
     >>> make_keyword_store("fts5", None).count()

@@ -38,7 +38,7 @@ from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.fusion import fuse
-from rrf_retriever.index.manifest import MANIFEST_SETTINGS_KEY
+from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, MANIFEST_SETTINGS_KEY, save_manifest
 from rrf_retriever.tuning.grid import Setting, TuneGrid
 from rrf_retriever.tuning.metrics import metric_value, parse_metric
 from rrf_retriever.tuning.report import FoldResult, TuneReport
@@ -115,8 +115,6 @@ def _best(candidates: Sequence[int], scores: Sequence[Sequence[float]], queries:
 
 def _index_dir_of(engine: Any) -> Path | None:
     """The index directory an engine was opened from (its journal sits there next to the manifest), else None."""
-    from rrf_retriever.index.directory import JOURNAL_FILE, MANIFEST_FILE
-
     journal = getattr(engine, "journal", None)
     path = getattr(journal, "path", None)
     if not path or path == ":memory:":
@@ -274,8 +272,6 @@ def tune(
 
 def save_settings(index_dir: str | os.PathLike[str], engine: Any, report: TuneReport) -> dict[str, Any]:
     """Record ``report.chosen`` in an index directory's manifest (``settings``, plus a ``tuning`` summary) through
-    :func:`rrf_retriever.index.directory.save_manifest`. ``open_index`` applies ``settings`` on the next open."""
-    from rrf_retriever.index.directory import save_manifest
-
+    :func:`rrf_retriever.index.manifest.save_manifest`. ``open_index`` applies ``settings`` on the next open."""
     return save_manifest(index_dir, engine, **{MANIFEST_SETTINGS_KEY: report.chosen.to_dict(),
                                               MANIFEST_TUNING_KEY: report.summary()})

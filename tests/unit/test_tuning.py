@@ -334,7 +334,8 @@ def test_a_filter_is_applied_inside_the_legs(demo_engine: HybridEngine) -> None:
 
 
 def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> None:
-    from rrf_retriever.index.directory import create_index, open_index, read_manifest
+    from rrf_retriever.index.directory import create_index, open_index
+    from rrf_retriever.index.manifest import read_manifest
 
     index = tmp_path / "idx"
     engine = create_index(index, embedder="hashing:256")
@@ -422,7 +423,7 @@ def _demo_index(path: Path) -> Path:
 def test_cli_tune_reports_and_saves_only_a_significant_gain(cli_app: Any, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from rrf_retriever.index.directory import read_manifest
+    from rrf_retriever.index.manifest import read_manifest
 
     index = _demo_index(tmp_path / "idx")
     before = read_manifest(index)
