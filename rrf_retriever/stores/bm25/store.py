@@ -81,7 +81,7 @@ _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
 }
 
 
-class _Index:
+class BM25Index:
     """An immutable snapshot: ids in index order, the BM25 engine, and the metadata -> positions index."""
 
     def __init__(self, ids: list[str], docs: list[Doc], engine: str, k1: float, b: float) -> None:
@@ -202,7 +202,7 @@ class BM25KeywordStore(StoreBase):
         self.b = float(b)
         self._docs: dict[str, Doc] = {} if saved is None else saved[1]
         self._lock = threading.RLock()
-        self._index: _Index | None = None  # None: stale, rebuilt by the next search
+        self._index: BM25Index | None = None  # None: stale, rebuilt by the next search
         self._builds = 0
         if self.path is not None and saved is None:
             try:
@@ -320,11 +320,11 @@ class BM25KeywordStore(StoreBase):
             found = [(doc_id, self._docs.get(doc_id)) for doc_id in id_list]
         return [Record(doc_id, d.text, json.loads(json.dumps(d.metadata))) for doc_id, d in found if d is not None]
 
-    def _snapshot(self) -> _Index:
+    def _snapshot(self) -> BM25Index:
         with self._lock:
             if self._index is None:
                 ids = list(self._docs)
-                self._index = _Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
+                self._index = BM25Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
                 self._builds += 1
             return self._index
 
