@@ -250,7 +250,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             raise DimensionMismatchError(msg)
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
+    def _embed_batch(self, texts: list[str]) -> Any:  # an (n, 384) array, which the base takes as a sequence
         return self._encode(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:

@@ -281,10 +281,10 @@ def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra
     new = dict(manifest)
     new.update(extra)
     new["doc_count"] = min(counts.values(), default=0)
-    dense = getattr(engine.legs.get("dense"), "store", None)
+    dense: Any = getattr(engine.legs.get("dense"), "store", None)
     if new.get("dimension") is None and getattr(dense, "dimension", None) is not None:
         new["dimension"] = dense.dimension
-    keyword = getattr(engine.legs.get("keyword"), "store", None)
+    keyword: Any = getattr(engine.legs.get("keyword"), "store", None)
     if new.get("analyzer") is None and hasattr(keyword, "analyzer"):
         with contextlib.suppress(Exception):
             new["analyzer"] = keyword.analyzer.config()

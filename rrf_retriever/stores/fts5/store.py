@@ -420,7 +420,8 @@ class FTS5KeywordStore(StoreBase):
             return self._search_or(conn, terms, limit, scope, params)
 
     def _search_or(self, conn: Connection, terms: list[str], limit: int, scope: str, params: list[Any]) -> list[Hit]:
-        informative, flat = [], []
+        informative: list[str] = []
+        flat: list[str] = []
         if self.skip_common_terms:
             informative, flat = sql.split_by_idf(terms, lambda t: self._doc_freq(conn, t), self._count(conn))
         if not flat or not informative:
