@@ -219,8 +219,8 @@ def create_app(
         ),
     )
     app.router.route_class = StrictQueryRoute
-    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # starlette types handlers for any Exception
-    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]  # starlette types handlers for any Exception
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # takes a subclass of Exception
+    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]  # takes a subclass of Exception
     app.add_exception_handler(Exception, internal_error)
     app.add_middleware(Guard, hosts=hosts, key=key, max_body=max_body)
     patch_lock = threading.Lock()  # PATCHes are read-modify-write: serialise them (searches never wait)
@@ -363,4 +363,4 @@ def _declare_bearer(app: FastAPI) -> None:
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing it to extend the schema
