@@ -70,7 +70,7 @@ DEFAULT_STOPWORDS: frozenset[str] = frozenset(
 #: Function words of questions put to an assistant ("How do I ...", "what does ... mean"), dropped from KEYWORD
 #: QUERIES only (never from the index, so changing the set never forces a rebuild). The set measured to cost
 #: nothing on five collections (benchmarks/bench_collections.py: SciFact and ArguAna unchanged, CACM +0.005, NPL
-#: +0.003 nDCG@10), and it gives seed 000's documented queries: "How do I configure the Qdrant collection?" ->
+#: +0.003 nDCG@10), and it gives assistant-style questions their terms: "How do I configure the Qdrant collection?" ->
 #: configure OR qdrant OR collection; "how do I do it?" -> no keyword query (the dense leg answers alone).
 CONVERSATIONAL_STOPWORDS: frozenset[str] = frozenset(
     "how do does what which who when where why can could would should may might must i me my we our you your".split()

@@ -3,7 +3,7 @@
 Stores know nothing of fusion: a keyword store ranks by BM25, a dense store by cosine similarity, each
 returning its own top ``limit`` :class:`~rrf_retriever.types.Hit` s among the documents the scope allows.
 
-Scope (DESIGN section 5, :mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its top-k is taken:
+Scope (:mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its top-k is taken:
 
 * ``filter``: ``{"session_id": [1, 2], "lang": "en"}``; each key must match, a list means any-of.
 * ``exclude_ids``: ids that must not be returned.

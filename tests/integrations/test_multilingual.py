@@ -1,5 +1,5 @@
 """CJK and language-aware keyword search through the retriever: LangChain invoke, LlamaIndex retrieve, an index
-directory that remembers its analyzer, and the CLI's --language (issue 14 item 9)."""
+directory that remembers its analyzer, and the CLI's --language."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /search takes the full filter language (DESIGN 5) as JSON: operators and logic reach every store, and a
+"""POST /search takes the full filter language (rrf_retriever.scope) as JSON: operators and logic reach every store, and a
 malformed filter is a 422 with our message, never an unscoped search. Real HTTP (uvicorn on 127.0.0.1)."""
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def test_a_hanging_query_embedding_is_dropped_after_leg_timeout_sync_and_async(b
     with pytest.warns(RuntimeWarning, match="timed out"):
         nodes = asyncio.run(retriever.aretrieve("reset password"))
     assert [n.node.id_ for n in nodes] == [d.id for d in docs]
-    # An all-dense query (keyword weight 0) with a hung embedder (seed 000): no hits, degraded, never an error.
+    # An all-dense query (keyword weight 0) with a hung embedder: no hits, degraded, never an error.
     with pytest.warns(RuntimeWarning, match="timed out"):
         assert retriever.invoke("reset password", weights={"keyword": 0.0}) == []
 

@@ -1,4 +1,4 @@
-"""The analyzer and the FTS5 MATCH builder (DESIGN section 4)."""
+"""The analyzer and the FTS5 MATCH builder."""
 
 from __future__ import annotations
 
@@ -235,7 +235,7 @@ def test_any_string_gives_a_result_or_our_error(text: str) -> None:
         conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,)).fetchall()
 
 
-# ---- seed 000's conversational queries (issue: tokenization holds by default) -------------------------------
+# ---- conversational queries (tokenization holds by default) --------------------------------------------------
 
 
 def test_seed_000_examples_hold_by_default() -> None:
@@ -267,7 +267,7 @@ def test_a_conversational_question_runs_dense_only_on_the_default_stack() -> Non
     r.close()
 
 
-# ---- CJK bigrams (issue 14 item 9) ----------------------------------------------------------------------------
+# ---- CJK bigrams ------------------------------------------------------------------------------------------------
 
 
 def test_a_cjk_run_becomes_overlapping_bigrams() -> None:

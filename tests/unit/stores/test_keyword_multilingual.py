@@ -1,4 +1,4 @@
-"""CJK text and languages in every keyword store (issue 14 item 9): FTS5, BM25 (bm25s) and Qdrant sparse on edge.
+"""CJK text and languages in every keyword store: FTS5, BM25 (bm25s) and Qdrant sparse on edge.
 
 The analyzer cuts CJK runs into bigrams and stems with a Snowball language; every store must find the same
 documents, keep its analyzer across a reopen, and refuse another one with our error.
