@@ -1,6 +1,6 @@
 """Reliability soak: fuzz, scope isolation, SIGKILL crash safety, load and lifecycle, at the long profile.
 
-Runs the same workloads as tests/reliability (benchmarks/_workloads.py) with more inputs, prints figures and
+Runs the same workloads as tests/reliability (tests/reliability/workloads.py) with more inputs, prints figures and
 writes benchmarks/results/soak_<profile>.json.
 
     .venv/bin/python benchmarks/soak.py --quick   # a few minutes
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks._workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
+from tests.reliability.workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
 
 PROFILES = {
     "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100,

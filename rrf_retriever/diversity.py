@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from operator import mul
+from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.validate import check_int, check_number
@@ -128,6 +129,7 @@ def _similarity_rows(vectors: Sequence[Sequence[float] | None]) -> Callable[[int
     """
     n = len(vectors)
     dim = next((len(v) for v in vectors if v is not None), 0)
+    np: Any  # the module, or None: the pure loop below
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - numpy comes with every dense store

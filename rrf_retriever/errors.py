@@ -18,6 +18,7 @@ __all__ = [
     "EmbeddingError",
     "EngineClosedError",
     "FilterError",
+    "IndexDirectoryError",
     "InvalidArgumentError",
     "InvalidFilterError",
     "InvalidTypeError",
@@ -68,6 +69,11 @@ class StoreUnavailableError(StoreError):
 
 class EngineClosedError(StoreUnavailableError):
     """The engine (or retriever) was closed, or is used in a process forked after it was opened."""
+
+
+class IndexDirectoryError(StoreUnavailableError):
+    """An index directory is missing, incomplete, corrupt or does not match what was asked (another store kind,
+    another embedder); the message says which and what to do."""
 
 
 class EmbeddingError(RRFRetrieverError):

@@ -402,7 +402,7 @@ def validate_batch(
             raise InvalidTypeError(msg)
         text_list.append(check_unicode(text, f"texts[{i}]"))
     if metadatas is None:
-        meta_list = [{} for _ in id_list]
+        meta_list: list[dict[str, Any]] = [{} for _ in id_list]
     else:
         if isinstance(metadatas, (str, bytes, Mapping)) or not isinstance(metadatas, Sequence):
             msg = f"metadatas must be a list of mappings, not {type(metadatas).__name__}"

@@ -223,10 +223,10 @@ class Analyzer:
             msg = "a saved analyzer config must name its language"
             raise InvalidArgumentError(msg)
         return cls(
-            stopwords=config.get("stopwords", DEFAULT_STOPWORDS),  # type: ignore[arg-type]
+            stopwords=config.get("stopwords", DEFAULT_STOPWORDS),  # type: ignore[arg-type]  # JSON: a list of words
             stem=stem,
             language=language,
-            min_length=int(config.get("min_length", 2)),  # type: ignore[call-overload]
+            min_length=int(config.get("min_length", 2)),  # type: ignore[call-overload]  # JSON: a number
             fold_diacritics=bool(config.get("fold_diacritics", True)),
             cjk_bigrams=bool(config.get("cjk_bigrams", False)),
         )

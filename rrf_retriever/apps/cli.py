@@ -236,7 +236,8 @@ def index_command(
                    "collection (API key from QDRANT_API_KEY). Without it both legs share one local collection."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id)."""
-    from rrf_retriever.index.directory import create_index, refresh_manifest, save_manifest
+    from rrf_retriever.index.directory import create_index
+    from rrf_retriever.index.manifest import refresh_manifest, save_manifest
 
     with _user_errors():
         total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
@@ -359,7 +360,8 @@ def eval_command(
     If --index-dir holds no index yet, the folder's corpus is indexed into it first.
     """
     from rrf_retriever.evaluation import evaluate, load_beir
-    from rrf_retriever.index.directory import MANIFEST_FILE, create_index, open_index, refresh_manifest
+    from rrf_retriever.index.directory import create_index, open_index
+    from rrf_retriever.index.manifest import MANIFEST_FILE, refresh_manifest
 
     with _user_errors():
         weights = _weights(semantic_weight, keyword_weight)
@@ -499,7 +501,7 @@ def demo_command(
         run_demo(index_dir=index_dir, rebuild=rebuild, console=console)
 
 
-# ``tune``: the command lives beside tune() in rrf_retriever/tuning.py (same error handling as the others).
+# ``tune``: the command lives beside tune() in rrf_retriever/tuning/tuner.py (same error handling as the others).
 register_tune_command(app, _user_errors)
 
 

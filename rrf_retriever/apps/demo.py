@@ -110,7 +110,8 @@ def _corpus_rows(path: Path) -> list[dict[str, Any]]:
 def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any) -> tuple[Any, bool, float]:
     """Open the cached demo index if it matches the corpus; else (re)build it. Returns (engine, reused, seconds)."""
     from rrf_retriever.apps.console import index_documents, iter_documents
-    from rrf_retriever.index.directory import MANIFEST_FILE, create_index, open_index, read_manifest, save_manifest
+    from rrf_retriever.index.directory import create_index, open_index
+    from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, save_manifest
 
     corpus_hash = hashlib.sha256(corpus.read_bytes()).hexdigest()
     expected_count = len(_corpus_rows(corpus))

@@ -75,19 +75,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
 from rrf_retriever.apps.service_guards import (
-    _OPEN_PATHS,
-    _check_host_patterns,
-    _engine_error,
-    _Guard,
-    _http_error,
-    _internal_error,
-    _key_digest,
-    _StrictQueryRoute,
-    _validation_error,
+    OPEN_PATHS,
+    Guard,
+    StrictQueryRoute,
+    check_host_patterns,
+    engine_error,
+    http_error,
+    internal_error,
+    key_digest,
+    validation_error,
 )
 from rrf_retriever.apps.service_models import (
-    _MAX_QUERY_CHARS,
     MAX_DOCUMENTS_PER_REQUEST,
+    MAX_QUERY_CHARS,
     AddDocuments,
     DeleteDocuments,
     SearchRequest,
@@ -203,8 +203,8 @@ def create_app(
         if not api_key or api_key != api_key.strip() or not api_key.isprintable():
             msg = "api_key must be a non-empty printable string without surrounding spaces (None: no auth)"
             raise InvalidArgumentError(msg)
-        key = _key_digest(api_key)
-    hosts = _check_host_patterns(DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
+        key = key_digest(api_key)
+    hosts = check_host_patterns(DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
         msg = f"max_body must be a positive number of bytes, got {max_body!r}"
         raise InvalidArgumentError(msg)
@@ -218,11 +218,11 @@ def create_app(
             + (" Every route but /health needs `Authorization: Bearer <key>`." if key else "")
         ),
     )
-    app.router.route_class = _StrictQueryRoute
-    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _internal_error)
-    app.add_middleware(_Guard, hosts=hosts, key=key, max_body=max_body)  # type: ignore[arg-type]
+    app.router.route_class = StrictQueryRoute
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # takes a subclass of Exception
+    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]  # takes a subclass of Exception
+    app.add_exception_handler(Exception, internal_error)
+    app.add_middleware(Guard, hosts=hosts, key=key, max_body=max_body)
     patch_lock = threading.Lock()  # PATCHes are read-modify-write: serialise them (searches never wait)
     write_lock = threading.Lock()  # a write and its manifest refresh go together
 
@@ -273,19 +273,19 @@ def create_app(
                 try:
                     engine.update_settings(**changes)
                 except RRFRetrieverError as exc:
-                    raise _engine_error(exc) from exc
+                    raise engine_error(exc) from exc
             return _view(engine)
 
     async def run_search(text: str, **kwargs: Any) -> JSONResponse:
         try:
             result = await engine.asearch(text, **kwargs)
         except RRFRetrieverError as exc:
-            raise _engine_error(exc) from exc
+            raise engine_error(exc) from exc
         return JSONResponse({"query": text, **public_result_dict(result)})
 
     @app.get("/search")
     async def search(
-        q: Annotated[str, Query(description="The query text.", max_length=_MAX_QUERY_CHARS)],
+        q: Annotated[str, Query(description="The query text.", max_length=MAX_QUERY_CHARS)],
         top_k: Annotated[Optional[int], Query(ge=1, le=MAX_TOP_K, description="Results (default: topK).")] = None,  # noqa: UP045
         session_ids: Annotated[Optional[list[str]], Query(  # noqa: UP045
             description="Comma list: only these sessions (repeatable; empty is a 422).")] = None,
@@ -315,7 +315,7 @@ def create_app(
 
     def refresh_manifest() -> None:
         if index_path is not None:
-            from rrf_retriever.index.directory import save_manifest
+            from rrf_retriever.index.manifest import save_manifest
 
             save_manifest(index_path, engine)
 
@@ -328,7 +328,7 @@ def create_app(
                 ids = engine.add([d.id for d in docs], [d.text for d in docs], [d.metadata for d in docs])
                 refresh_manifest()
             except RRFRetrieverError as exc:
-                raise _engine_error(exc) from exc
+                raise engine_error(exc) from exc
         return WrittenIds(ids=list(ids))
 
     @app.delete("/documents", response_model=WrittenIds)
@@ -339,7 +339,7 @@ def create_app(
                 engine.delete(body.ids)
                 refresh_manifest()
             except RRFRetrieverError as exc:
-                raise _engine_error(exc) from exc
+                raise engine_error(exc) from exc
         return WrittenIds(ids=body.ids)
 
     if key is not None:
@@ -357,10 +357,10 @@ def _declare_bearer(app: FastAPI) -> None:
             schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearer"] = {
                 "type": "http", "scheme": "bearer"}
             for path, operations in schema.get("paths", {}).items():
-                if path not in _OPEN_PATHS:
+                if path not in OPEN_PATHS:
                     for operation in operations.values():
                         operation["security"] = [{"bearer": []}]
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing it to extend the schema

@@ -10,7 +10,7 @@ import logging
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 try:
@@ -29,7 +29,7 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetr
 # The service's logger name, as before the split (log configuration and filters keep working).
 logger = logging.getLogger("rrf_retriever.apps.service")
 
-_OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health"})
 #: Hints for the spellings a seed client may send.
 _PARAM_HINTS = {"topK": "top_k", "excludeIds": "exclude_ids", "recentIds": "exclude_ids",
                 "session_id": "session_ids", "sessionId": "sessionIds", "query": "q", "k": "top_k"}
@@ -57,7 +57,7 @@ def _json_error(status: int, detail: Any, headers: dict[str, str] | None = None)
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
-async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     # FastAPI's own handler echoes the input (a huge input comes back whole; NaN breaks the JSON): never the input.
     errors = []
     for err in exc.errors()[:20]:
@@ -69,18 +69,18 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     return _json_error(422, errors)
 
 
-async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     detail = _clip(exc.detail) if isinstance(exc.detail, str) else exc.detail
     return _json_error(exc.status_code, detail, getattr(exc, "headers", None))
 
 
-async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+async def internal_error(request: Request, exc: Exception) -> JSONResponse:
     logger.error("rrf-retriever service: unexpected error on %s %s", request.method, request.url.path,
                  exc_info=exc)
     return _json_error(500, "internal error (see the server log)")
 
 
-def _engine_error(exc: RRFRetrieverError) -> HTTPException:
+def engine_error(exc: RRFRetrieverError) -> HTTPException:
     """Bad input (our ValueError/TypeError subclasses) -> 422 with our message; a failing store/embedder -> 503."""
     if isinstance(exc, (ValueError, TypeError)):
         return HTTPException(422, str(exc))
@@ -115,11 +115,11 @@ def _unknown_params_message(unknown: list[str], allowed: set[str]) -> str:
     return f"unknown query parameter(s) {', '.join(shown)}; this route takes {takes}"
 
 
-class _StrictQueryRoute(APIRoute):
+class StrictQueryRoute(APIRoute):
     """An API route that refuses query parameters it does not declare (a typo never silently does nothing) and
     answers an unexpected exception with a generic JSON 500 (the details go to the log, never to the client)."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         fields = _query_fields(self.dependant)
         allowed = {field.alias for field in fields}
@@ -138,7 +138,7 @@ class _StrictQueryRoute(APIRoute):
             except (StarletteHTTPException, RequestValidationError):
                 raise
             except Exception as exc:  # a bug, not bad input: a generic 500 here keeps the connection alive
-                return await _internal_error(request, exc)
+                return await internal_error(request, exc)
 
         return strict_handler
 
@@ -146,7 +146,7 @@ class _StrictQueryRoute(APIRoute):
 # -- hosts, auth, body limit (one ASGI guard, in that order) --------------------------------------------------
 
 
-def _check_host_patterns(patterns: Sequence[str]) -> tuple[frozenset[str], tuple[str, ...], bool]:
+def check_host_patterns(patterns: Sequence[str]) -> tuple[frozenset[str], tuple[str, ...], bool]:
     if isinstance(patterns, str) or not isinstance(patterns, Sequence):
         msg = "allowed_hosts must be a list of host names"
         raise InvalidTypeError(msg)
@@ -194,11 +194,11 @@ def _host_name(raw: str | None) -> str | None:
     return name or None
 
 
-def _key_digest(key: str | bytes) -> bytes:
+def key_digest(key: str | bytes) -> bytes:
     return hashlib.sha256(key if isinstance(key, bytes) else key.encode("utf-8")).digest()
 
 
-class _Guard:
+class Guard:
     """Pure ASGI: Host check (400), bearer auth (401, not on ``/health``), body limit (413), before the app."""
 
     def __init__(self, app: Any, *, hosts: tuple[frozenset[str], tuple[str, ...], bool], key: bytes | None,
@@ -221,7 +221,7 @@ class _Guard:
             if scheme.lower() == b"bearer":
                 token = rest.strip()
         # hash both sides: compare_digest is then constant-time in the key's length too
-        ok = hmac.compare_digest(_key_digest(token), self.key)  # type: ignore[arg-type]
+        ok = hmac.compare_digest(key_digest(token), self.key)  # type: ignore[arg-type]  # only called with a key
         return ok and bool(token)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -239,7 +239,7 @@ class _Guard:
             reply = _json_error(400, "invalid Host header: this host is not allowed (see --allowed-host)")
             await reply(scope, receive, send)
             return
-        if self.key is not None and scope.get("path") not in _OPEN_PATHS and not self._auth_ok(
+        if self.key is not None and scope.get("path") not in OPEN_PATHS and not self._auth_ok(
                 headers.get(b"authorization")):
             reply = _json_error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
                                 {"WWW-Authenticate": 'Bearer realm="rrf-retriever"'})

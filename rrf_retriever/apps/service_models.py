@@ -17,13 +17,14 @@ from rrf_retriever.engine import MAX_TOP_K
 
 #: Documents per ``POST /documents`` (and ids per ``DELETE /documents``).
 MAX_DOCUMENTS_PER_REQUEST = 1000
-_MAX_QUERY_CHARS = 10_000
+#: Characters of a query text (``q`` of ``GET /search``, ``query`` of ``POST /search``).
+MAX_QUERY_CHARS = 10_000
 _MAX_EXCLUDE_IDS = 10_000
 
 _Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _Count = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 _Id = Annotated[str, Field(min_length=1, max_length=1024)]
-_Text = Annotated[str, Field(max_length=_MAX_QUERY_CHARS)]
+_Text = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 
 
 # -- models ---------------------------------------------------------------------------------------------------

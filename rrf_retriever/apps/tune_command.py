@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.tuning import TuneReport, load_judged_queries, tune
+from rrf_retriever.tuning.judged import load_judged_queries
+from rrf_retriever.tuning.report import TuneReport
+from rrf_retriever.tuning.tuner import tune
 
 __all__ = ["register_tune_command", "tune_index"]
 

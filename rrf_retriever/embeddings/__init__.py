@@ -8,8 +8,8 @@ Re-exports only. The modules:
   views that expose an adapter as a framework embedding (frameworks imported on first use only);
 * :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
 * :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
-  over the graph :mod:`~rrf_retriever.embeddings._onnx` builds (or its int8 quantisation,
-  :mod:`~rrf_retriever.embeddings._int8`, with ``precision="int8"``);
+  over the graph :mod:`~rrf_retriever.embeddings.onnx_graph` builds (or its int8 quantisation,
+  :mod:`~rrf_retriever.embeddings.int8`, with ``precision="int8"``);
 * :mod:`~rrf_retriever.embeddings.cache`: :func:`cached_embed_documents`.
 
 Example:

@@ -23,15 +23,13 @@ from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.frameworks.node_metadata import public_metadata
-from rrf_retriever.index.directory import (
+from rrf_retriever.index.directory import open_stores
+from rrf_retriever.index.manifest import JOURNAL_FILE, refresh_manifest, with_saved_settings
+from rrf_retriever.index.registry import (
     DEFAULT_KEYWORD_STORE,
-    JOURNAL_FILE,
     make_dense_store,
     make_keyword_store,
     make_qdrant_stores,
-    open_stores,
-    refresh_manifest,
-    with_saved_settings,
 )
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
@@ -475,7 +473,7 @@ class RetrieverCore:
             >>> from rrf_retriever.tuning import load_judged_queries  # doctest: +SKIP
             >>> print(retriever.tune(*load_judged_queries(), metric="ndcg@10", folds=5))  # doctest: +SKIP
         """
-        from rrf_retriever.tuning import tune
+        from rrf_retriever.tuning.tuner import tune
 
         return tune(self.engine, queries, qrels, metric, folds, **kwargs)  # type: ignore[attr-defined]
 

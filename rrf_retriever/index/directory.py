@@ -39,6 +39,7 @@ The CLI and the settings service open an index with :func:`open_index` and get a
 
 Example:
     >>> engine = create_index("/tmp/idx", embedder="hashing:64")  # doctest: +SKIP
+    >>> from rrf_retriever.index.manifest import save_manifest
     >>> engine.add(["a"], ["hybrid search"]); save_manifest("/tmp/idx", engine)  # doctest: +SKIP
     >>> engine.close(); open_index("/tmp/idx").search("hybrid").ids  # doctest: +SKIP
     ['a']
@@ -54,40 +55,25 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.index.manifest import (
-    _EXTERNAL,
-    FORMAT_VERSION,  # noqa: F401 - re-exported: every name keeps its rrf_retriever.index.directory import
+    EXTERNAL,
     JOURNAL_FILE,
     MANIFEST_FILE,
-    MANIFEST_SETTINGS_KEY,  # noqa: F401
-    IndexDirectoryError,
-    _check_analyzer,
-    _check_manifest,
-    _claim_manifest,
-    _is_external,
-    _new_manifest,
+    check_analyzer,
+    check_manifest,
+    claim_manifest,
+    is_external,
+    new_manifest,
     read_manifest,
     refresh_manifest,
-    save_manifest,
-    saved_settings,  # noqa: F401
     with_saved_settings,
 )
 from rrf_retriever.index.registry import (
-    _DENSE_DIRS,
-    _KEYWORD_PLACES,
-    BM25_DIR,
     DEFAULT_COLLECTION,
-    DEFAULT_DENSE_STORE,  # noqa: F401
-    DEFAULT_KEYWORD_STORE,  # noqa: F401
+    DENSE_DIRS,
     JOINT_QDRANT,
-    KEYWORD_FILE,
-    KEYWORD_QDRANT_DIR,  # noqa: F401
-    KEYWORD_QDRANT_EDGE_DIR,  # noqa: F401
-    QDRANT_DIR,
-    QDRANT_EDGE_DIR,
-    describe_embedding,
-    embedder_spec,
+    KEYWORD_PLACES,
     make_dense_store,
     make_embedding,
     make_keyword_store,
@@ -95,31 +81,7 @@ from rrf_retriever.index.registry import (
     normalize_embedder_spec,
 )
 
-# The manifest and the store halves of the layout live in layout_manifest / layout_stores (re-exported above).
-__all__ = [
-    "BM25_DIR",
-    "DEFAULT_COLLECTION",
-    "JOINT_QDRANT",
-    "JOURNAL_FILE",
-    "KEYWORD_FILE",
-    "MANIFEST_FILE",
-    "QDRANT_DIR",
-    "QDRANT_EDGE_DIR",
-    "IndexDirectoryError",
-    "IndexStores",
-    "create_index",
-    "describe_embedding",
-    "embedder_spec",
-    "make_dense_store",
-    "make_embedding",
-    "make_keyword_store",
-    "make_qdrant_stores",
-    "open_index",
-    "open_stores",
-    "read_manifest",
-    "refresh_manifest",
-    "save_manifest",
-]
+__all__ = ["IndexStores", "create_index", "open_index", "open_stores"]
 
 
 def _kind(store: Any, role: str) -> str | None:
@@ -128,12 +90,12 @@ def _kind(store: Any, role: str) -> str | None:
     if store is None:
         return None
     if isinstance(store, str):
-        known = _KEYWORD_PLACES if role == "keyword" else _DENSE_DIRS
+        known = KEYWORD_PLACES if role == "keyword" else DENSE_DIRS
         if store not in known:
             msg = f"{role} must be {' or '.join(repr(k) for k in known)} or a {role} store, got {store!r}"
             raise InvalidArgumentError(msg)
         return store
-    return f"{_EXTERNAL}{type(store).__name__}"
+    return f"{EXTERNAL}{type(store).__name__}"
 
 
 @dataclass
@@ -196,7 +158,7 @@ def open_stores(
     adapter = as_embedding(embedding)
     keyword_kind, dense_kind = _kind(keyword, "keyword"), _kind(dense, "dense")
     asked_analyzer = as_analyzer(analyzer)
-    if asked_analyzer is not None and keyword_kind is not None and _is_external(keyword_kind):
+    if asked_analyzer is not None and keyword_kind is not None and is_external(keyword_kind):
         msg = "analyzer= is for the index's own keyword store; give the analyzer to the keyword store you pass"
         raise InvalidArgumentError(msg)
     if root.exists() and not root.is_dir():
@@ -206,10 +168,10 @@ def open_stores(
     for _ in range(3):  # a manifest appearing between our look and our claim is read on the next turn
         if (root / MANIFEST_FILE).exists() or not create:
             manifest = read_manifest(root)
-            _check_manifest(root, manifest, keyword_kind, dense_kind, collection, adapter)
-            _check_analyzer(root, manifest, asked_analyzer)
+            check_manifest(root, manifest, keyword_kind, dense_kind, collection, adapter)
+            check_analyzer(root, manifest, asked_analyzer)
             break
-        manifest = _new_manifest(root, adapter, keyword_kind, dense_kind, collection)
+        manifest = new_manifest(root, adapter, keyword_kind, dense_kind, collection)
         if asked_analyzer is not None:
             manifest["analyzer"] = asked_analyzer.config()
         if manifest["keyword_store"] == manifest["dense_store"] == "qdrant":  # both legs in one collection
@@ -219,7 +181,7 @@ def open_stores(
         elif url is not None:
             msg = "url= is for an index whose keyword and dense stores are both 'qdrant'"
             raise InvalidArgumentError(msg)
-        if _claim_manifest(root, manifest):
+        if claim_manifest(root, manifest):
             created = True
             break
     else:  # pragma: no cover - a manifest that keeps vanishing
@@ -297,7 +259,7 @@ def create_index(
             msg = (f"the index at {root} was built with embedder {built!r}, not {wanted!r}; "
                    "use the same embedder or a new --index-dir")
             raise IndexDirectoryError(msg)
-        _check_analyzer(root, manifest, as_analyzer(analyzer))
+        check_analyzer(root, manifest, as_analyzer(analyzer))
         for role, asked, key in (("keyword", keyword, "keyword_store"), ("dense", dense, "dense_store")):
             if asked is not None and asked != manifest.get(key):
                 msg = f"the index at {root} keeps its {role} store as {manifest.get(key)!r}, not {asked!r}"
@@ -342,7 +304,7 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
         >>> open_index("/nonexistent")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        rrf_retriever.index.directory.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
+        rrf_retriever.errors.IndexDirectoryError: no index at /nonexistent: the directory does not exist ...
     """
     root = Path(path)
     manifest = read_manifest(root)
@@ -354,8 +316,8 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
                f"<that embedding>, path={str(root)!r})")
         raise IndexDirectoryError(msg)
     for role, key in (("keyword", "keyword_store"), ("dense", "dense_store")):
-        if _is_external(str(manifest.get(key, ""))):
-            msg = (f"the index at {root} uses an external {role} store ({manifest[key][len(_EXTERNAL):]}); open it "
+        if is_external(str(manifest.get(key, ""))):
+            msg = (f"the index at {root} uses an external {role} store ({manifest[key][len(EXTERNAL):]}); open it "
                    "from Python with that store")
             raise IndexDirectoryError(msg)
     try:

@@ -2,8 +2,8 @@
 (exclusively), adopting a manifest-less folder of layout entries, refreshing it from the stores, and the settings it
 saves for the next open.
 
-Split from :mod:`rrf_retriever.index.directory` (which re-exports every public name here); the manifest's keys and the
-directory layout are described there.
+The manifest's keys and the directory layout are described in :mod:`rrf_retriever.index.directory`, which opens
+the stores the manifest names.
 
 Example:
     >>> saved_settings({"settings": {"rrf_k": 20.0}})
@@ -25,16 +25,16 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import RRFRetrieverError, StoreUnavailableError
+from rrf_retriever.errors import IndexDirectoryError, RRFRetrieverError
 from rrf_retriever.index.registry import (
-    _DENSE_DIRS,
-    _KEYWORD_PLACES,
     BM25_DIR,
     DEFAULT_COLLECTION,
     DEFAULT_DENSE_STORE,
     DEFAULT_KEYWORD_STORE,
+    DENSE_DIRS,
     JOINT_QDRANT,
     KEYWORD_FILE,
+    KEYWORD_PLACES,
     QDRANT_DIR,
     QDRANT_EDGE_DIR,
     describe_embedding,
@@ -42,11 +42,16 @@ from rrf_retriever.index.registry import (
 )
 
 __all__ = [
+    "EXTERNAL",
     "FORMAT_VERSION",
     "JOURNAL_FILE",
     "MANIFEST_FILE",
     "MANIFEST_SETTINGS_KEY",
-    "IndexDirectoryError",
+    "check_analyzer",
+    "check_manifest",
+    "claim_manifest",
+    "is_external",
+    "new_manifest",
     "read_manifest",
     "refresh_manifest",
     "save_manifest",
@@ -62,21 +67,13 @@ MANIFEST_FILE = "rrf-index.json"
 JOURNAL_FILE = "journal.sqlite3"
 FORMAT_VERSION = 1
 _REQUIRED_KEYS = ("format", "embedder", "collection", "created", "doc_count")
-_EXTERNAL = "external:"
+#: The prefix of a store kind that is an object passed in (``"external:<Class>"``), not one the layout builds.
+EXTERNAL = "external:"
 #: What an index directory may hold (hidden files, e.g. temporary ones, are ignored).
 _LAYOUT_ENTRIES = frozenset(
     {MANIFEST_FILE, BM25_DIR, QDRANT_DIR, QDRANT_EDGE_DIR}
     | {f"{name}{suffix}" for name in (KEYWORD_FILE, JOURNAL_FILE) for suffix in ("", "-wal", "-shm", "-journal")}
 )
-
-
-class IndexDirectoryError(StoreUnavailableError):
-    """An index directory is missing, incomplete, corrupt or does not match what was asked (another store kind,
-    another embedder); the message says which and what to do."""
-
-
-# Public as rrf_retriever.index.directory.IndexDirectoryError (re-exported there): that name in tracebacks/pickles.
-IndexDirectoryError.__module__ = "rrf_retriever.index.directory"
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -107,11 +104,17 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     return manifest
 
 
-def _is_external(kind: str) -> bool:
-    return kind.startswith(_EXTERNAL)
+def is_external(kind: str) -> bool:
+    """Whether a manifest's store kind names a store object passed in rather than one the layout builds.
+
+    Example:
+        >>> is_external("external:MyStore"), is_external("fts5")
+        (True, False)
+    """
+    return kind.startswith(EXTERNAL)
 
 
-def _check_analyzer(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> None:
+def check_analyzer(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> None:
     """Refuse an analyzer other than the one the index was built with (its terms would not match the queries')."""
     saved = manifest.get("analyzer")
     if analyzer is not None and isinstance(saved, dict) and analyzer.config() != saved_config(saved):
@@ -120,8 +123,8 @@ def _check_analyzer(root: Path, manifest: dict[str, Any], analyzer: Analyzer | N
         raise IndexDirectoryError(msg)
 
 
-def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind: str | None,
-                  collection: str | None) -> dict[str, Any]:
+def new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind: str | None,
+                 collection: str | None) -> dict[str, Any]:
     """The manifest of a new index (or of a manifest-less folder of layout entries, which is adopted)."""
     entries = {p.name for p in root.iterdir() if not p.name.startswith(".")} if root.is_dir() else set()
     foreign = sorted(entries - _LAYOUT_ENTRIES)
@@ -138,7 +141,7 @@ def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind
         dense_kind = "qdrant" if QDRANT_DIR in entries and QDRANT_EDGE_DIR not in entries else DEFAULT_DENSE_STORE
     now = _now()
     analyzer = None
-    if not _is_external(keyword_kind):
+    if not is_external(keyword_kind):
         from rrf_retriever.analysis.analyzer import default_analyzer
 
         analyzer = default_analyzer().config()  # the layout's keyword stores use the default analyzer
@@ -155,7 +158,7 @@ def _new_manifest(root: Path, adapter: Any, keyword_kind: str | None, dense_kind
     }
 
 
-def _claim_manifest(root: Path, manifest: dict[str, Any]) -> bool:
+def claim_manifest(root: Path, manifest: dict[str, Any]) -> bool:
     """Write the manifest only if there is none (atomically: a reader never sees half). False if another
     process got there first."""
     root.mkdir(parents=True, exist_ok=True)
@@ -178,24 +181,24 @@ def _claim_manifest(root: Path, manifest: dict[str, Any]) -> bool:
     return True
 
 
-def _check_manifest(root: Path, manifest: dict[str, Any], keyword_kind: str | None, dense_kind: str | None,
-                    collection: str | None, adapter: Any) -> None:
+def check_manifest(root: Path, manifest: dict[str, Any], keyword_kind: str | None, dense_kind: str | None,
+                   collection: str | None, adapter: Any) -> None:
     """Refuse what would not match the index: another store kind, collection, embedder or dimension."""
     for role, asked, key, default in (("keyword", keyword_kind, "keyword_store", "fts5"),
                                       ("dense", dense_kind, "dense_store", "qdrant")):
         kind = manifest.get(key, default)
         if asked is not None and asked != kind:
-            hint = (f"pass {role}={kind!r} or nothing" if not _is_external(kind)
-                    else f"pass the same kind of {role} store object ({kind[len(_EXTERNAL):]})")
+            hint = (f"pass {role}={kind!r} or nothing" if not is_external(kind)
+                    else f"pass the same kind of {role} store object ({kind[len(EXTERNAL):]})")
             msg = (f"the index at {root} keeps its {role} store as {kind!r}, not {asked!r}: {hint} "
                    "(or use another directory)")
             raise IndexDirectoryError(msg)
-        if asked is None and _is_external(kind):
-            msg = (f"the index at {root} was built with an external {role} store ({kind[len(_EXTERNAL):]}); "
+        if asked is None and is_external(kind):
+            msg = (f"the index at {root} was built with an external {role} store ({kind[len(EXTERNAL):]}); "
                    f"pass that store again as {role}=")
             raise IndexDirectoryError(msg)
-        place = _KEYWORD_PLACES.get(kind) if role == "keyword" else _DENSE_DIRS.get(kind)
-        if place is None and not _is_external(kind):
+        place = KEYWORD_PLACES.get(kind) if role == "keyword" else DENSE_DIRS.get(kind)
+        if place is None and not is_external(kind):
             msg = f"corrupt index at {root}: unknown {role} store {kind!r} in {MANIFEST_FILE}"
             raise IndexDirectoryError(msg)
         if manifest.get("qdrant_layout") == JOINT_QDRANT:  # one collection: in qdrant/, or on the server
@@ -278,10 +281,10 @@ def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra
     new = dict(manifest)
     new.update(extra)
     new["doc_count"] = min(counts.values(), default=0)
-    dense = getattr(engine.legs.get("dense"), "store", None)
+    dense: Any = getattr(engine.legs.get("dense"), "store", None)
     if new.get("dimension") is None and getattr(dense, "dimension", None) is not None:
         new["dimension"] = dense.dimension
-    keyword = getattr(engine.legs.get("keyword"), "store", None)
+    keyword: Any = getattr(engine.legs.get("keyword"), "store", None)
     if new.get("analyzer") is None and hasattr(keyword, "analyzer"):
         with contextlib.suppress(Exception):
             new["analyzer"] = keyword.analyzer.config()

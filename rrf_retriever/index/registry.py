@@ -1,7 +1,7 @@
 """Store construction of an index directory: the keyword and dense stores (and the joint Qdrant pair) where the
 layout puts them, and the embedders an index names by spec (``"minilm"``, ``"hashing:<dim>"``).
 
-Split from :mod:`~.index.directory` (which re-exports every name here); the directory layout is described there.
+The directory layout is described in :mod:`~rrf_retriever.index.directory`, which opens these stores.
 
 Example:
     >>> make_keyword_store("fts5", None).count()
@@ -22,8 +22,10 @@ __all__ = [
     "DEFAULT_COLLECTION",
     "DEFAULT_DENSE_STORE",
     "DEFAULT_KEYWORD_STORE",
+    "DENSE_DIRS",
     "JOINT_QDRANT",
     "KEYWORD_FILE",
+    "KEYWORD_PLACES",
     "KEYWORD_QDRANT_DIR",
     "KEYWORD_QDRANT_EDGE_DIR",
     "QDRANT_DIR",
@@ -47,9 +49,11 @@ DEFAULT_DENSE_STORE = "qdrant-edge"
 #: The sparse-vector BM25 keyword stores on Qdrant (their own folders: a qdrant-client path admits one client).
 KEYWORD_QDRANT_DIR = "keyword-qdrant"
 KEYWORD_QDRANT_EDGE_DIR = "keyword-qdrant-edge"
-_KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR, "qdrant": KEYWORD_QDRANT_DIR,
-                   "qdrant-edge": KEYWORD_QDRANT_EDGE_DIR}
-_DENSE_DIRS = {"qdrant": QDRANT_DIR, "qdrant-edge": QDRANT_EDGE_DIR}
+#: Where each keyword store kind lives in an index directory (a file or a folder), by kind.
+KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR, "qdrant": KEYWORD_QDRANT_DIR,
+                  "qdrant-edge": KEYWORD_QDRANT_EDGE_DIR}
+#: The folder of each dense store kind in an index directory, by kind.
+DENSE_DIRS = {"qdrant": QDRANT_DIR, "qdrant-edge": QDRANT_EDGE_DIR}
 DEFAULT_COLLECTION = "rrf_retriever"
 
 
@@ -162,7 +166,7 @@ def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer:
         if root is None:
             return QdrantKeywordStore(location=":memory:", analyzer=analyzer)
         return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR, analyzer=analyzer)
-    msg = f"keyword must be one of {sorted(_KEYWORD_PLACES)} or a keyword store, got {kind!r}"
+    msg = f"keyword must be one of {sorted(KEYWORD_PLACES)} or a keyword store, got {kind!r}"
     raise InvalidArgumentError(msg)
 
 
@@ -178,12 +182,12 @@ def make_dense_store(
         ...
         rrf_retriever.errors.InvalidArgumentError: dense must be 'qdrant', 'qdrant-edge' ...
     """
-    if kind not in _DENSE_DIRS:
+    if kind not in DENSE_DIRS:
         msg = f"dense must be 'qdrant', 'qdrant-edge' or a dense store, got {kind!r}"
         raise InvalidArgumentError(msg)
     from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
-    folder = None if root is None else Path(root) / _DENSE_DIRS[kind]
+    folder = None if root is None else Path(root) / DENSE_DIRS[kind]
     if kind == "qdrant-edge":
         return QdrantEdgeDenseStore(embedding, path=folder)  # no root: removed when closed or collected
     if folder is None:

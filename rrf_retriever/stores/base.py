@@ -212,16 +212,16 @@ class StoreBase:
         self.close()
 
     async def aadd(self, *args: Any, **kwargs: Any) -> None:
-        await _in_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]
+        await _in_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def adelete(self, ids: Sequence[str]) -> None:
-        await _in_thread(self.delete, ids)  # type: ignore[attr-defined]
+        await _in_thread(self.delete, ids)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def aget(self, ids: Sequence[str], **kwargs: Any) -> list[Record]:
-        return await _in_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]
+        return await _in_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def acount(self) -> int:
-        return await _in_thread(self.count)  # type: ignore[attr-defined]
+        return await _in_thread(self.count)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def asearch(self, *args: Any, **kwargs: Any) -> list[Hit]:
-        return await _in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]
+        return await _in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it

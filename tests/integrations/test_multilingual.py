@@ -11,8 +11,7 @@ import pytest
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.index.directory import IndexDirectoryError
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, InvalidTypeError
 
 TEXTS = [
     "全文检索引擎通过倒排索引快速查找文档。",

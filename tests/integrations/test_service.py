@@ -18,7 +18,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 TOPICS = ["backup restore snapshot", "password reset login", "certificate tls pin", "disk quota storage"]
 DOCS = [

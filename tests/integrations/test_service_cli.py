@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rrf_retriever.index.directory import create_index, read_manifest, save_manifest
-from tests.integrations._server import free_port
+from rrf_retriever.index.directory import create_index
+from rrf_retriever.index.manifest import read_manifest, save_manifest
+from tests.integrations.server_helpers import free_port
 
 KEY = "cli-key-123"
 

@@ -11,10 +11,11 @@ import pytest
 from rrf_retriever.apps.service import create_app
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 DOCS = {
     f"d{i}": {"n": i, "lang": "en" if i % 2 else "de", **({"tag": "x"} if i % 3 == 0 else {})} for i in range(12)
@@ -41,7 +42,7 @@ def test_operators_flow_through_post_search(client: httpx.Client, flt: dict) -> 
     r = client.post("/search", json={"q": "alpha note", "top_k": 20, "filter": flt})
     assert r.status_code == 200, r.text
     got = {h["id"] for h in r.json()["hits"]}
-    assert got == {i for i, m in DOCS.items() if matches(m, flt)}
+    assert got == {i for i, m in DOCS.items() if matches(m, normalize_filter(flt))}
 
 
 @pytest.mark.parametrize(("flt", "message"), [

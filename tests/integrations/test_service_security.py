@@ -20,7 +20,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 KEY = "s3cret-κey"  # non-ASCII on purpose
 DOCS = [(f"d{i}", f"backup restore snapshot note {i}", {"session_id": i % 3}) for i in range(12)]

@@ -14,7 +14,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 DOCS = [(f"d{i:02d}", f"backup restore snapshot note {i // 4} copy {i % 4}",
          {"session_id": i % 3, "links": [f"d{(i + 5) % 24:02d}"]}) for i in range(24)]

@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from rrf_retriever.apps.service import MAX_DOCUMENTS_PER_REQUEST, create_app
-from rrf_retriever.index.directory import create_index, open_index, read_manifest
-from tests.integrations._server import running_server
+from rrf_retriever.index.directory import create_index, open_index
+from rrf_retriever.index.manifest import read_manifest
+from tests.integrations.server_helpers import running_server
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import httpx
 
 from integrations.settings_service import build_app
 from rrf_retriever.embeddings import HashingEmbedding
-from tests.integrations._server import running_server
+from tests.integrations.server_helpers import running_server
 
 
 def test_example_service_changes_weights_live_and_scopes_by_session() -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._workloads import DIM, run_crash_safety, verify_crash_dir
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
+from tests.reliability.workloads import DIM, run_crash_safety, verify_crash_dir
 
 
 @pytest.mark.slow

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from benchmarks._workloads import DIM, REPO
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import (
@@ -36,6 +35,7 @@ from rrf_retriever.retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 from rrf_retriever.stores.qdrant.ops import Op
+from tests.reliability.workloads import DIM, REPO
 
 DOCS = {
     "pw": ("How to reset your password from the login page", {"session_id": 1}),

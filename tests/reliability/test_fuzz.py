@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks._workloads import FUZZ_TARGETS, run_fuzz
+from tests.reliability.workloads import FUZZ_TARGETS, run_fuzz
 
 
 @pytest.mark.slow

@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
-from benchmarks._workloads import DIM
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
+from tests.reliability.hostile import HOSTILE_QUERIES
+from tests.reliability.workloads import DIM
 
 BAD_SETTINGS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"weights": {"dense": math.nan}}, InvalidArgumentError, "dense"),

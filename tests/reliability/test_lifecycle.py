@@ -3,7 +3,7 @@ KeyboardInterrupt mid-write, fork after open, close() under load, many short-liv
 
 from __future__ import annotations
 
-from benchmarks._workloads import run_lifecycle
+from tests.reliability.workloads import run_lifecycle
 
 
 def test_interrupts_fork_close_under_load_and_short_lived_threads_keep_every_property() -> None:

@@ -7,7 +7,7 @@ SQLite FTS5 in memory and Qdrant local mode. (The soak runs 8 threads x 500 quer
 
 from __future__ import annotations
 
-from benchmarks._workloads import run_load
+from tests.reliability.workloads import run_load
 
 
 def test_readers_and_a_writer_see_whole_snapshots_and_no_errors() -> None:

@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._workloads import WORDS, run_scope_isolation, scope_corpus, scope_engine
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
+from tests.reliability.workloads import WORDS, run_scope_isolation, scope_corpus, scope_engine
 
 
 def test_no_document_leaves_its_scope_on_any_leg_or_framework() -> None:

@@ -185,7 +185,6 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert not found, "\n".join(found)
 
 
-@pending
 def test_no_reexport_shims_outside_package_inits() -> None:
     found = [f"{p.relative_to(ROOT)}:{i}" for p in _sources("rrf_retriever") if p.name != "__init__.py"
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if "noqa: F401" in line]

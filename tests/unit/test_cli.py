@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rrf_retriever.apps.cli import app, parse_filters
 from rrf_retriever.engine import DEFAULT_LEG_WEIGHTS
-from rrf_retriever.index.directory import MANIFEST_FILE
+from rrf_retriever.index.manifest import MANIFEST_FILE
 
 runner = CliRunner()
 EMB = "hashing:32"

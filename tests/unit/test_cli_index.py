@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rrf_retriever.apps import console
 from rrf_retriever.apps.cli import app
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.index.directory import MANIFEST_FILE, read_manifest
+from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest
 
 runner = CliRunner()
 EMB = "hashing:16"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from rrf_retriever.apps.cli import app
-from rrf_retriever.index.directory import read_manifest
+from rrf_retriever.index.manifest import read_manifest
 
 runner = CliRunner()
 

@@ -16,20 +16,15 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.errors import AllLegsFailedError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.index.manifest import saved_settings
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
-from rrf_retriever.tuning import (
-    Setting,
-    TuneGrid,
-    TuneReport,
-    demo_eval_dir,
-    load_judged_queries,
-    metric_value,
-    paired_bootstrap_ci,
-    parse_metric,
-    saved_settings,
-    tune,
-)
+from rrf_retriever.tuning.grid import Setting, TuneGrid
+from rrf_retriever.tuning.judged import demo_eval_dir, load_judged_queries
+from rrf_retriever.tuning.metrics import metric_value, parse_metric
+from rrf_retriever.tuning.report import TuneReport
+from rrf_retriever.tuning.statistics import paired_bootstrap_ci
+from rrf_retriever.tuning.tuner import tune
 from rrf_retriever.types import Hit
 
 DATA = files("rrf_retriever").joinpath("data")
@@ -339,7 +334,8 @@ def test_a_filter_is_applied_inside_the_legs(demo_engine: HybridEngine) -> None:
 
 
 def test_an_applied_setting_is_saved_in_the_index_manifest(tmp_path: Path) -> None:
-    from rrf_retriever.index.directory import create_index, open_index, read_manifest
+    from rrf_retriever.index.directory import create_index, open_index
+    from rrf_retriever.index.manifest import read_manifest
 
     index = tmp_path / "idx"
     engine = create_index(index, embedder="hashing:256")
@@ -427,7 +423,7 @@ def _demo_index(path: Path) -> Path:
 def test_cli_tune_reports_and_saves_only_a_significant_gain(cli_app: Any, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from rrf_retriever.index.directory import read_manifest
+    from rrf_retriever.index.manifest import read_manifest
 
     index = _demo_index(tmp_path / "idx")
     before = read_manifest(index)

@@ -52,7 +52,6 @@ from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     StoreError,
-    missing_dependency,
 )
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
@@ -66,7 +65,7 @@ from rrf_retriever.stores.bm25.files import (
     saved_settings,
     write_folder,
 )
-from rrf_retriever.stores.bm25.scope import ScopeIndex
+from rrf_retriever.stores.bm25.index import BM25Index
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.types import Hit, Record
@@ -80,63 +79,6 @@ _DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "bm25s": {"k1": 1.2, "b": 0.75},
     "rank_bm25": {"k1": 1.5, "b": 0.75},
 }
-
-
-class _Index:
-    """An immutable snapshot: ids in index order, the BM25 engine, and the metadata -> positions index."""
-
-    def __init__(self, ids: list[str], docs: list[Doc], engine: str, k1: float, b: float) -> None:
-        self.ids = ids
-        self.docs = docs
-        self.position = {doc_id: i for i, doc_id in enumerate(ids)}
-        self.engine = engine
-        self.model: Any = None
-        self.vocab: frozenset[str] = frozenset()
-        corpus = [list(d.tokens) for d in docs]
-        if engine == "bm25s":
-            try:
-                import bm25s
-            except ImportError as exc:
-                raise missing_dependency("bm25s", "bm25", "BM25KeywordStore(engine='bm25s')") from exc
-            if any(corpus):  # bm25s fails on a corpus without one token (e.g. only stopwords)
-                model = bm25s.BM25(k1=k1, b=b, method="lucene")
-                model.index(corpus, show_progress=False)
-                self.model = model
-                self.vocab = frozenset(model.vocab_dict)
-        else:
-            try:
-                from rank_bm25 import BM25Okapi
-            except ImportError as exc:
-                raise missing_dependency("rank-bm25", "bm25", "BM25KeywordStore(engine='rank_bm25')") from exc
-            # BM25Okapi divides by the mean length: an index of empty documents can match nothing anyway.
-            if any(corpus):
-                self.model = BM25Okapi(corpus, k1=k1, b=b)
-                self.vocab = frozenset(self.model.idf)
-        self.scope = ScopeIndex([d.metadata for d in docs])
-
-    def scores(self, terms: list[str]) -> Any:
-        import numpy as np
-
-        if self.model is None:
-            return np.zeros(len(self.ids))
-        known = [t for t in terms if t in self.vocab]
-        if not known:
-            return np.zeros(len(self.ids))
-        # Both engines take a list of terms: bm25s.BM25.get_scores and rank_bm25.BM25Okapi.get_scores.
-        return np.asarray(self.model.get_scores(known), dtype=np.float64)
-
-    def allowed(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Any:
-        """A boolean mask of the documents the scope allows (None: all)."""
-        import numpy as np
-
-        if not flt and not excluded:
-            return None
-        mask = np.ones(len(self.ids), dtype=bool) if flt is None else self.scope.mask(flt)
-        for doc_id in excluded:
-            pos = self.position.get(doc_id)
-            if pos is not None:
-                mask[pos] = False
-        return mask
 
 
 class BM25KeywordStore(StoreBase):
@@ -203,7 +145,7 @@ class BM25KeywordStore(StoreBase):
         self.b = float(b)
         self._docs: dict[str, Doc] = {} if saved is None else saved[1]
         self._lock = threading.RLock()
-        self._index: _Index | None = None  # None: stale, rebuilt by the next search
+        self._index: BM25Index | None = None  # None: stale, rebuilt by the next search
         self._builds = 0
         if self.path is not None and saved is None:
             try:
@@ -321,11 +263,11 @@ class BM25KeywordStore(StoreBase):
             found = [(doc_id, self._docs.get(doc_id)) for doc_id in id_list]
         return [Record(doc_id, d.text, json.loads(json.dumps(d.metadata))) for doc_id, d in found if d is not None]
 
-    def _snapshot(self) -> _Index:
+    def _snapshot(self) -> BM25Index:
         with self._lock:
             if self._index is None:
                 ids = list(self._docs)
-                self._index = _Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
+                self._index = BM25Index(ids, [self._docs[i] for i in ids], self.engine, self.k1, self.b)
                 self._builds += 1
             return self._index
 

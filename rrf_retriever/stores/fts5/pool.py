@@ -69,7 +69,7 @@ class SQLiteConnections:
             if not self.memory:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-            return conn  # type: ignore[no-any-return]
+            return conn
         except (sqlite3.Error, ValueError) as exc:
             if conn is not None:
                 conn.close()

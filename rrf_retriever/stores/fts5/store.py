@@ -49,9 +49,9 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUn
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
-from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
+from rrf_retriever.stores.fts5.store import schema, sql
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
@@ -421,7 +421,8 @@ class FTS5KeywordStore(StoreBase):
             return self._search_or(conn, terms, limit, scope, params)
 
     def _search_or(self, conn: Connection, terms: list[str], limit: int, scope: str, params: list[Any]) -> list[Hit]:
-        informative, flat = [], []
+        informative: list[str] = []
+        flat: list[str] = []
         if self.skip_common_terms:
             informative, flat = sql.split_by_idf(terms, lambda t: self._doc_freq(conn, t), self._count(conn))
         if not flat or not informative:

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.analysis.analyzer import DEFAULT_STOPWORDS, Analyzer, default_analyzer, normalize, tokenize
 from rrf_retriever.analysis.languages import is_cjk
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.stores.fts5.match import build_match_query, match_expression
+from tests.reliability.hostile import HOSTILE_QUERIES
 
 # ---- tokenize -----------------------------------------------------------------------------------------
 

@@ -17,16 +17,10 @@ from hypothesis import strategies as st
 
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import MiniLMEmbedding
-from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.index.directory import (
-    IndexDirectoryError,
-    create_index,
-    describe_embedding,
-    embedder_spec,
-    make_embedding,
-    open_index,
-    read_manifest,
-)
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError
+from rrf_retriever.index.directory import create_index, open_index
+from rrf_retriever.index.manifest import read_manifest
+from rrf_retriever.index.registry import describe_embedding, embedder_spec, make_embedding
 
 HOSTILE_TEXTS = [
     "",

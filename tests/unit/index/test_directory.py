@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.apps.cli import app
 from rrf_retriever.embeddings import CallableEmbedding, HashingEmbedding
-from rrf_retriever.errors import StoreError
-from rrf_retriever.index.directory import MANIFEST_FILE, IndexDirectoryError, open_index, read_manifest
+from rrf_retriever.errors import IndexDirectoryError, StoreError
+from rrf_retriever.index.directory import open_index
+from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest
 
 TEXTS = ["alpha rockets launch at dawn", "beta gardens grow tomatoes", "gamma rays from distant stars"]
 META = [{"s": 1}, {"s": 2}, {"s": 3}]
@@ -153,7 +154,7 @@ def test_another_process_with_another_dense_kind_is_refused(tmp_path: Path) -> N
     code = (
         "from rrf_retriever import EnsembleRRFRetriever\n"
         "from rrf_retriever.embeddings import HashingEmbedding\n"
-        "from rrf_retriever.index.directory import IndexDirectoryError\n"
+        "from rrf_retriever.errors import IndexDirectoryError\n"
         "try:\n"
         f"    EnsembleRRFRetriever.from_texts(['x'], HashingEmbedding(16), path={str(tmp_path)!r}, dense='qdrant')\n"
         "except IndexDirectoryError as exc:\n"
@@ -169,7 +170,8 @@ def test_another_process_with_another_dense_kind_is_refused(tmp_path: Path) -> N
 
 def test_settings_saved_in_the_manifest_are_used_by_the_next_open_and_explicit_ones_win(tmp_path: Path) -> None:
     from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
-    from rrf_retriever.index.directory import open_index, save_manifest
+    from rrf_retriever.index.directory import open_index
+    from rrf_retriever.index.manifest import save_manifest
 
     with EnsembleRRFRetriever.from_texts(["alpha note", "beta note"], HashingEmbedding(16), path=tmp_path) as r:
         save_manifest(tmp_path, r.engine, settings={"rrf_k": 20.0, "weights": {"keyword": 0.5}, "fetch_k": 30})

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
@@ -27,6 +26,7 @@ from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
 from rrf_retriever.types import Hit
+from tests.reliability.hostile import HOSTILE_QUERIES
 
 STORE_KINDS = ["fts5-memory", "fts5-file", "bm25s", "rank_bm25", "qdrant-memory", "qdrant-path", "qdrant-edge"]
 

@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 
-from benchmarks._hostile import HOSTILE_QUERIES
 from rrf_retriever.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -30,6 +29,7 @@ from rrf_retriever.stores.fts5.sql import (
     store_error,
 )
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
+from tests.reliability.hostile import HOSTILE_QUERIES
 
 
 def test_tables_are_named_from_a_checked_prefix() -> None:

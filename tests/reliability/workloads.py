@@ -31,7 +31,7 @@ from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
 DIM = 32
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # tests/reliability/ -> the repository root
 WORDS = (
     "alpha beta gamma delta error token login password deploy index search vector keyword session memory "
     "cache disk network timeout retry queue server client config tokenizer database backup restore sync"
@@ -236,7 +236,7 @@ def run_crash_safety(kills: int, seed: int, directory: Path | None = None, max_d
     try:
         for round_no in range(kills):
             proc = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks._crash_child", str(directory), str(round_no),
+                [sys.executable, "-m", "tests.reliability.crash_child", str(directory), str(round_no),
                  str(rng.randrange(2**31)), str(max_docs)],
                 cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
@@ -435,7 +435,7 @@ def fuzz_strategies() -> dict[str, Any]:
     """Hypothesis strategies: hostile strings (NUL, lone surrogates, control chars, huge), junk filters, ids."""
     from hypothesis import strategies as st
 
-    from benchmarks._hostile import HOSTILE_QUERIES
+    from tests.reliability.hostile import HOSTILE_QUERIES
 
     any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
     huge = st.builds(lambda word, n: (word + " ") * n, st.sampled_from([*WORDS, "x", "\x00", "\ud83d"]),

@@ -1,6 +1,6 @@
 """The child process of the crash-safety runs: writes batches through a journaled engine until killed.
 
-Run as ``python -m benchmarks._crash_child DIR ROUND SEED MAX_DOCS``. Prints ``ready`` once the engine
+Run as ``python -m tests.reliability.crash_child DIR ROUND SEED MAX_DOCS``. Prints ``ready`` once the engine
 is open (recovery done), then adds new documents, upserts new versions of earlier ones and deletes some, in
 random batches, through :meth:`HybridEngine.add` / ``delete`` on a persistent FTS5 file, a persistent
 QdrantEdgeDenseStore and a journal, until SIGKILL arrives (new ids stop at ``MAX_DOCS``; upserts and deletes go on).
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._workloads import crash_doc, open_crash_stack
+from tests.reliability.workloads import crash_doc, open_crash_stack
 
 
 def main(directory: str, round_no: int, seed: int, max_docs: int) -> None:
