@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
-from rrf_retriever.errors import InvalidFilterError, InvalidTypeError
+from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError, InvalidTypeError
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, FilterValue, Match, Not, Range
 from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_id, check_unicode
 
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FILTER_VALUES",
     "MAX_NODES",
+    "Scope",
     "normalize_exclude_ids",
     "normalize_filter",
     "normalize_scope",
@@ -323,14 +325,41 @@ def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
     return frozenset(ids)
 
 
+class Scope(NamedTuple):
+    """A validated scope: the parsed filter and the excluded ids. Only :func:`normalize_scope` makes one.
+
+    The engine validates a query's scope once, at the door, and hands this to every store; a store's own door
+    (:func:`normalize_scope`) passes it through unchecked, so the filter is parsed once per query, not once per
+    leg.
+
+    Example:
+        >>> scope = normalize_scope({"s": [1, 2]}, ["x"])
+        >>> normalize_scope(scope) is scope
+        True
+    """
+
+    filter: FilterNode | None
+    exclude_ids: frozenset[str]
+
+
 def normalize_scope(
-    filter: FilterSpec | FilterNode | None,
-    exclude_ids: Iterable[str] | None,
-) -> tuple[FilterNode | None, frozenset[str]]:
-    """Validate and normalise a store call's scope (idempotent: normalised input passes through).
+    filter: FilterSpec | FilterNode | Scope | None,
+    exclude_ids: Iterable[str] | None = None,
+) -> Scope:
+    """Validate and normalise a store call's scope; a :class:`Scope` (already validated) passes through.
+
+    Raises:
+        InvalidFilterError: a malformed filter.
+        InvalidTypeError: ``exclude_ids`` is not a list of ids.
+        InvalidArgumentError: ``exclude_ids`` beside a :class:`Scope` (it holds its own).
 
     Example:
         >>> normalize_scope({"s": 1}, ["x"])
-        (Match(key='s', values=(1,)), frozenset({'x'}))
+        Scope(filter=Match(key='s', values=(1,)), exclude_ids=frozenset({'x'}))
     """
-    return normalize_filter(filter), normalize_exclude_ids(exclude_ids)
+    if isinstance(filter, Scope):
+        if exclude_ids is not None:
+            msg = "exclude_ids cannot be given beside a Scope: it holds its own"
+            raise InvalidArgumentError(msg)
+        return filter
+    return Scope(normalize_filter(filter), normalize_exclude_ids(exclude_ids))

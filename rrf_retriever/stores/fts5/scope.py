@@ -28,8 +28,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, Match, Not, Range, scope_key
+from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, scope_key
 
 __all__ = ["PRESENT", "balanced_join", "scope_rows", "scope_sql", "scope_table_sql", "scope_value", "where_sql"]
 
@@ -174,11 +173,11 @@ def where_sql(node: FilterNode, rowid: str, table: str = "rrf") -> tuple[str, li
 
 
 def scope_sql(
-    flt: FilterNode | FilterSpec | None, excluded: frozenset[str], table: str = "rrf", *, rowid: str = "+f.rowid"
+    node: FilterNode | None, excluded: frozenset[str], table: str = "rrf", *, rowid: str = "+f.rowid"
 ) -> tuple[str, list[Any]]:
     """The WHERE conditions (each starting `` AND ``) on ``rowid`` (default ``+f.rowid``, the FTS row) and
-    ``d.id`` (the docs row) for a filter (normalised here, if it is not already) and excluded ids, with every key,
-    value and id a bound parameter.
+    ``d.id`` (the docs row) for a parsed filter (:func:`~rrf_retriever.scope.parse.normalize_filter`: it is
+    parsed once, at the store's door) and excluded ids, with every key, value and id a bound parameter.
 
     The unary ``+`` keeps the filter away from FTS5's xBestIndex: offered a rowid IN list, FTS5 runs the whole
     MATCH once per listed rowid (measured 60x slower at 10k documents).
@@ -189,7 +188,6 @@ def scope_sql(
     """
     parts: list[str] = []
     params: list[Any] = []
-    node = normalize_filter(flt)
     if node is not None:
         where, params = where_sql(node, rowid, table)
         parts.append(where)

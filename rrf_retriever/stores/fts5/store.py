@@ -49,9 +49,9 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUn
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
-from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 

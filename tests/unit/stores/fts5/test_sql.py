@@ -14,6 +14,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.stores.fts5.sql import (
     SCHEMA_VERSION,
     Tables,
@@ -67,7 +68,7 @@ def test_scope_rows_one_row_per_distinct_typed_value() -> None:
 
 
 def test_scope_sql_binds_every_key_value_and_id() -> None:
-    sql, params = scope_sql({"k-1": ("'; DROP TABLE x; --", 7, True), "e": ()}, frozenset({"i'd", "b"}))
+    sql, params = scope_sql(normalize_filter({"k-1": ("'; DROP TABLE x; --", 7, True), "e": ()}), frozenset({"i'd", "b"}))
     assert "DROP" not in sql and "k-1" not in sql and "i'd" not in sql
     assert sql.startswith(" AND (0 AND "), "an empty any-of list matches nothing"
     assert params == [
@@ -81,7 +82,7 @@ def test_scope_sql_binds_every_key_value_and_id() -> None:
         json.dumps(["b", "i'd"]),
     ]
     assert scope_sql(None, frozenset()) == ("", [])
-    assert "other_scope" in scope_sql({"k": ("v",)}, frozenset(), table="other")[0]
+    assert "other_scope" in scope_sql(normalize_filter({"k": ("v",)}), frozenset(), table="other")[0]
 
 
 def test_the_scope_table_keeps_every_value_exactly_as_bound() -> None:
@@ -96,11 +97,11 @@ def test_the_scope_table_keeps_every_value_exactly_as_bound() -> None:
     stored = [v for (v,) in conn.execute("SELECT value FROM t_scope ORDER BY doc")]
     assert stored == values and [type(v) for v in stored] == [type(v) for v in values]
     # Typed comparison through the scope fragment's own subquery: '42' finds nothing, 42 the number only.
-    sql, params = scope_sql({"k": ("42",)}, frozenset(), table="t")
+    sql, params = scope_sql(normalize_filter({"k": ("42",)}), frozenset(), table="t")
     inner = sql[sql.index("(SELECT doc") + 1 : sql.rindex(")")]
     assert conn.execute(inner, params).fetchall() == []
-    assert conn.execute(inner, scope_sql({"k": ("042",)}, frozenset(), table="t")[1]).fetchall() == [(0,)]
-    assert conn.execute(inner, scope_sql({"k": (42,)}, frozenset(), table="t")[1]).fetchall() == [(8,)]
+    assert conn.execute(inner, scope_sql(normalize_filter({"k": ("042",)}), frozenset(), table="t")[1]).fetchall() == [(0,)]
+    assert conn.execute(inner, scope_sql(normalize_filter({"k": (42,)}), frozenset(), table="t")[1]).fetchall() == [(8,)]
     conn.close()
 
 
@@ -122,7 +123,7 @@ def test_schema_sql_is_what_the_store_creates(tmp_path) -> None:  # type: ignore
 def test_ranked_sql_forms() -> None:
     unscoped = ranked_sql("rrf", [2.0, 1.0])
     assert "bm25(rrf_fts, 2.0, 1.0)" in unscoped and unscoped.count("LIMIT ?") == 1
-    scope, _ = scope_sql({"k": ("v",)}, frozenset())
+    scope, _ = scope_sql(normalize_filter({"k": ("v",)}), frozenset())
     scoped = ranked_sql("rrf", [1.0], scope)
     assert scope in scoped and "JOIN rrf_docs d" in scoped and scoped.endswith("LIMIT ?")
 
