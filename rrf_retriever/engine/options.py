@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -183,16 +182,16 @@ class SearchOptions:
         top_k = settings.top_k if self.top_k is None else self.top_k
         reranker = settings.reranker if self.reranker is None else None if self.reranker is False else self.reranker
         depth = settings.rerank_k if self.rerank_k is None else self.rerank_k
-        out = copy.copy(self)
-        for name, value in (
-            ("top_k", top_k),
-            ("diversity", settings.diversity if self.diversity is None else self.diversity),
-            ("reranker", reranker),
-            ("rerank_k", default_rerank_k(top_k, depth) if reranker is not None else 0),
-            ("dense_paths", settings.dense_paths if self.dense_paths is None else self.dense_paths),
-            ("expand_limit", settings.expand_limit if self.expand_limit is None else self.expand_limit),
-        ):
-            object.__setattr__(out, name, value)
+        out = object.__new__(SearchOptions)  # a copy, not built again: its values are checked already
+        vars(out).update(
+            vars(self),
+            top_k=top_k,
+            diversity=settings.diversity if self.diversity is None else self.diversity,
+            reranker=reranker,
+            rerank_k=default_rerank_k(top_k, depth) if reranker is not None else 0,
+            dense_paths=settings.dense_paths if self.dense_paths is None else self.dense_paths,
+            expand_limit=settings.expand_limit if self.expand_limit is None else self.expand_limit,
+        )
         return out
 
 

@@ -87,9 +87,7 @@ class _Called:
 
 def _batch_store(leg: Leg) -> BatchSearch | None:
     """The leg's store if it can run in one request with the legs whose stores share its ``batch_group``."""
-    if isinstance(leg, StoreLeg) and isinstance(leg.store, BatchSearch) and leg.store.batch_group is not None:
-        return leg.store
-    return None
+    return leg.batch_store if isinstance(leg, StoreLeg) else None
 
 
 def _batches(q: Query) -> list[list[tuple[str, Leg]]]:
