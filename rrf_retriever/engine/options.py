@@ -115,11 +115,11 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         values = vars(self)
-        for f in _FIELDS:
-            value = values[f.name]
-            if value is None and f.default is None:
+        for name, default, check in _CHECKS:
+            value = values[name]
+            if value is None and default is None:
                 continue  # not given
-            object.__setattr__(self, f.name, f.metadata["check"](value))
+            values[name] = check(value)  # into the instance dict: frozen refuses setattr, object.__setattr__ is slower
 
     @property
     def scope(self) -> tuple[NormalizedFilter | None, frozenset[str]]:
@@ -197,6 +197,7 @@ class SearchOptions:
 
 _FIELDS = fields(SearchOptions)
 _BY_NAME = {f.name: f for f in _FIELDS}
+_CHECKS = tuple((f.name, f.default, f.metadata["check"]) for f in _FIELDS)
 #: Every option's name: what ``HybridEngine.search`` takes as keywords (with the aliases).
 OPTION_NAMES: frozenset[str] = frozenset(_BY_NAME)
 #: Other names accepted for an option: LangChain's ``k`` is the number of results, never the RRF constant.
