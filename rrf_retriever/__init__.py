@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         MiniLMEmbedding,
         as_embedding,
     )
-    from rrf_retriever.engine import HybridEngine, RetrievalSettings, SearchResult
+    from rrf_retriever.engine import HybridEngine, RetrievalSettings, SearchOptions, SearchResult
     from rrf_retriever.engine.journal import Journal
     from rrf_retriever.errors import (
         AllLegsFailedError,
@@ -98,6 +98,7 @@ _LAZY: dict[str, str] = {
     # engine and the framework retriever
     "HybridEngine": "rrf_retriever.engine",
     "RetrievalSettings": "rrf_retriever.engine",
+    "SearchOptions": "rrf_retriever.engine",
     "SearchResult": "rrf_retriever.engine",
     "Journal": "rrf_retriever.engine.journal",
     "EnsembleRRFRetriever": "rrf_retriever.retriever",

@@ -2,7 +2,8 @@
 
 The commands work on an index directory (see :mod:`rrf_retriever.index.directory`) through the engine directly, not the
 framework retriever, so they start fast. A user mistake (missing index, wrong path, bad filter, bad weights)
-prints one clear line and exits with code 2, never a traceback.
+prints one clear line and exits with code 2, never a traceback. The ``search`` and ``eval`` flags become the
+engine's search options in one function, :func:`rrf_retriever.apps.cli_options.search_options`.
 
 Example:
     $ rrf-retriever index docs/ --index-dir .idx
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
+from rrf_retriever.apps.cli_options import parse_dense_paths, parse_filters, search_options
 from rrf_retriever.apps.console import (
     UsageError,
     check_beir_files,
@@ -44,11 +46,8 @@ from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.frameworks.node_metadata import public_result_dict
-from rrf_retriever.scope.cli_syntax import parse_filter_item
-from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.validate import check_number
 
-__all__ = ["app", "iter_documents", "main", "parse_filters"]
+__all__ = ["app", "iter_documents", "main", "parse_dense_paths", "parse_filters"]
 
 EXIT_USAGE = 2
 
@@ -123,88 +122,6 @@ def _user_errors() -> Iterator[None]:
     except (UsageError, RRFRetrieverError, OSError) as exc:
         err_console.print(f"[red]error:[/red] {rich_escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
-
-
-# ---- input parsing -----------------------------------------------------------------------------------------
-
-
-def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -> dict[str, Any] | None:
-    """``["session_id=1,2", "lang=en"]`` -> ``{"session_id": [1, 2], "lang": "en"}``.
-
-    Each item is ``key=value``; ``key=v1,v2`` means any of them; a repeated key adds to its values. A plain value is
-    an integer if it parses, else a string; ``key:str=42`` asks for the string "42" (a numeric-string id),
-    ``key:int=7`` and ``key:bool=true`` for those types. ``filter_json`` (``--where`` / ``--filter-json``) is a
-    JSON object in the full filter language (``'{"session_id": ["42"], "n": {"$gte": 3}}'``, ``$or``, ``$not``...,
-    see :mod:`rrf_retriever.scope.tree`), combined with the items by AND. An empty value list (``key=``) is an error,
-    not "no filter".
-
-    Example:
-        >>> parse_filters(["session_id=1,2", "lang=en", "id:str=42"])
-        {'session_id': [1, 2], 'lang': 'en', 'id': '42'}
-    """
-    out: dict[str, list[Any]] = {}
-    for item in items or ():
-        key, values = parse_filter_item(item)
-        out.setdefault(key, []).extend(values)
-    flt: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in out.items()}
-    if filter_json is not None:
-        try:
-            given = json.loads(filter_json)
-        except json.JSONDecodeError as exc:
-            msg = f"--filter-json is not valid JSON ({exc.msg} at character {exc.pos})"
-            raise UsageError(msg) from None
-        if not isinstance(given, dict):
-            msg = f"--filter-json must be a JSON object such as '{{\"session_id\": [\"42\"]}}', not {given!r}"
-            raise UsageError(msg)
-        flt = {"$and": [given, flt]} if given and flt else given or flt  # both must hold
-    if not flt:
-        return None
-    normalize_filter(flt)  # a malformed filter fails here, in one line, before the index is opened
-    return flt
-
-
-def parse_dense_paths(items: Sequence[str] | None) -> dict[str, Any] | None:
-    """``["all", 'recent={"year": 2024}']`` -> ``{"all": None, "recent": {"year": 2024}}`` (``--dense-path``).
-
-    Example:
-        >>> parse_dense_paths(["dense_all", 'two={"s": [2]}'])
-        {'dense_all': None, 'two': {'s': [2]}}
-    """
-    if not items:
-        return None
-    paths: dict[str, Any] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        if not name or name in paths:
-            msg = f"--dense-path {item!r}: give NAME or NAME=FILTER_JSON, each name once"
-            raise UsageError(msg)
-        if not sep:
-            paths[name] = None
-            continue
-        try:
-            paths[name] = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            msg = f"--dense-path {name}: the filter is not valid JSON ({exc.msg} at character {exc.pos})"
-            raise UsageError(msg) from None
-        if not isinstance(paths[name], dict):
-            msg = f"--dense-path {name}: the filter must be a JSON object, not {paths[name]!r}"
-            raise UsageError(msg)
-    return paths
-
-
-def _weights(semantic: float | None, keyword: float | None) -> dict[str, float] | None:
-    for name, value in (("--semantic-weight", semantic), ("--keyword-weight", keyword)):
-        if value is not None:
-            check_number(value, name)
-    weights = {}
-    if semantic is not None:
-        weights["dense"] = semantic
-    if keyword is not None:
-        weights["keyword"] = keyword
-    if weights and not any({"dense": 1.0, "keyword": 1.0, **weights}.values()):
-        msg = "--semantic-weight and --keyword-weight are both 0: nothing would be searched"
-        raise UsageError(msg)
-    return weights or None
 
 
 # ---- commands ----------------------------------------------------------------------------------------------
@@ -305,24 +222,24 @@ def search_command(
     from rrf_retriever.index.directory import open_index
 
     with _user_errors():
-        weights = _weights(semantic_weight, keyword_weight)
         if rrf_k is not None and (not math.isfinite(rrf_k) or rrf_k < 0):
             msg = f"--rrf-k must be a finite number >= 0, got {rrf_k}"
             raise UsageError(msg)
-        flt = parse_filters(filter_, filter_json)
-        paths = parse_dense_paths(dense_path)
-        stages: dict[str, Any] = {"diversity": diversity, "rerank_k": rerank_k, "dense_paths": paths,
-                                  "expand_limit": expand_limit}
+        loaded = None
         if reranker is not None:
             from rrf_retriever.frameworks.rerankers import load_reranker
 
-            stages["reranker"] = load_reranker(reranker)
+            loaded = load_reranker(reranker)
+        options = search_options(
+            filters=filter_, filter_json=filter_json, dense_path=dense_path, semantic_weight=semantic_weight,
+            keyword_weight=keyword_weight, top_k=top_k, exclude_ids=exclude, offset=offset, pinned_ids=pinned,
+            score_threshold=threshold, diversity=diversity, reranker=loaded, rerank_k=rerank_k,
+            expand_limit=expand_limit)
         engine = open_index(index_dir, **({"links_key": links_key} if links_key else {}))
         try:
             if rrf_k is not None:
                 engine.update_settings(rrf_k=rrf_k)
-            result = engine.search(query, top_k=top_k, filter=flt, exclude_ids=exclude or None, weights=weights,
-                                   offset=offset, pinned_ids=pinned or None, score_threshold=threshold, **stages)
+            result = engine.search(query, options)
         finally:
             engine.close()
     if as_json:
@@ -364,7 +281,7 @@ def eval_command(
     from rrf_retriever.index.manifest import MANIFEST_FILE, refresh_manifest
 
     with _user_errors():
-        weights = _weights(semantic_weight, keyword_weight)
+        options = search_options(semantic_weight=semantic_weight, keyword_weight=keyword_weight, top_k=100)
         if max_queries is not None and max_queries < 1:
             msg = f"--max-queries must be >= 1, got {max_queries}"
             raise UsageError(msg)
@@ -394,7 +311,7 @@ def eval_command(
             with progress_bar() as progress:
                 task = progress.add_task("searching", total=len(queries))
                 for qid, text in queries:
-                    result = engine.search(text, top_k=100, weights=weights)
+                    result = engine.search(text, options)
                     run[qid] = {h.id: h.score for h in result.hits}
                     progress.update(task, advance=1)
         finally:

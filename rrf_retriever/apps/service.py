@@ -61,7 +61,7 @@ Example:
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Optional
 
 try:
@@ -99,6 +99,7 @@ from rrf_retriever.apps.service_models import (
     DocumentIn as DocumentIn,  # re-exported (a public name of this module before the split)
 )
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
+from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.frameworks.node_metadata import public_result_dict
 from rrf_retriever.scope.cli_syntax import parse_filter_values
@@ -276,9 +277,9 @@ def create_app(
                     raise engine_error(exc) from exc
             return _view(engine)
 
-    async def run_search(text: str, **kwargs: Any) -> JSONResponse:
+    async def run_search(text: str, options: Callable[[], SearchOptions]) -> JSONResponse:
         try:
-            result = await engine.asearch(text, **kwargs)
+            result = await engine.asearch(text, options())  # built here: a refused option is a 422 too
         except RRFRetrieverError as exc:
             raise engine_error(exc) from exc
         return JSONResponse({"query": text, **public_result_dict(result)})
@@ -302,16 +303,12 @@ def create_app(
             flt = {"session_id": _session_values("session_ids", session_ids)}
         elif session_ids_alias is not None:
             flt = {"session_id": _session_values("sessionIds", session_ids_alias)}
-        return await run_search(q, top_k=top_k, filter=flt, exclude_ids=_id_list(exclude_ids))
+        return await run_search(q, lambda: SearchOptions(top_k=top_k, filter=flt, exclude_ids=_id_list(exclude_ids)))
 
     @app.post("/search")
     async def search_json(body: SearchRequest) -> JSONResponse:
         """Hybrid search with the full filter language as JSON (an empty any-of list matches nothing)."""
-        return await run_search(body.text, top_k=body.top_k, filter=body.filter, exclude_ids=body.exclude_ids,
-                                weights=body.weights, offset=body.offset, score_threshold=body.score_threshold,
-                                pinned_ids=body.pinned_ids, query_vector=body.query_vector, diversity=body.diversity,
-                                reranker=False if body.rerank is False else None, rerank_k=body.rerank_k,
-                                dense_paths=body.dense_paths, expand_limit=body.expand_limit)
+        return await run_search(body.text, body.options)
 
     def refresh_manifest() -> None:
         if index_path is not None:

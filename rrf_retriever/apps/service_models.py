@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
 from rrf_retriever.engine import MAX_TOP_K
+from rrf_retriever.engine.options import OPTION_NAMES, SearchOptions
 
 #: Documents per ``POST /documents`` (and ids per ``DELETE /documents``).
 MAX_DOCUMENTS_PER_REQUEST = 1000
@@ -66,8 +67,17 @@ class SettingsPatch(BaseModel):
         return self
 
 
+#: The search options a request does not give under their own name: a request cannot name code, so its
+#: ``rerank: false`` only switches off the reranker the server was started with.
+NOT_IN_REQUESTS = frozenset({"reranker"})
+
+
 class SearchRequest(BaseModel):
-    """``POST /search``: the query (``q`` or ``query``) and the full filter language as JSON."""
+    """``POST /search``: the query (``q`` or ``query``) and the full filter language as JSON.
+
+    Each field named like a search option (:class:`~rrf_retriever.engine.options.SearchOptions`) is that option
+    (:meth:`options`); the fields declare only the JSON types and the service's limits.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -108,6 +118,22 @@ class SearchRequest(BaseModel):
     @property
     def text(self) -> str:
         return self.q if self.q is not None else self.query  # type: ignore[return-value]
+
+    def options(self) -> SearchOptions:
+        """The request's search options: every field named like an option is that option; ``rerank: false`` is
+        ``reranker=False`` (none this call).
+
+        Raises:
+            InvalidArgumentError / InvalidTypeError: a value the options refuse (the service answers 422).
+
+        Example:
+            >>> SearchRequest(q="x", top_k=3, rerank=False).options().reranker
+            False
+        """
+        given = {name: value for name, value in self if name in OPTION_NAMES}
+        if self.rerank is False:
+            given["reranker"] = False
+        return SearchOptions.from_kwargs(**given)
 
 
 class DocumentIn(BaseModel):

@@ -1,4 +1,5 @@
-"""The framework-neutral engine: legs, settings, the read path, the multi-store write unit, the journal.
+"""The framework-neutral engine: legs, settings, the search options, the read path, the multi-store write unit,
+the journal.
 
 Re-exports only.
 """
@@ -6,6 +7,7 @@ Re-exports only.
 from rrf_retriever.engine.core import HybridEngine
 from rrf_retriever.engine.journal import Journal, JournalEntry, open_journal
 from rrf_retriever.engine.legs import DenseLeg, FunctionLeg, KeywordLeg, Leg, StoreLeg, as_leg
+from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.run import HeadStart
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS, MIN_FETCH_K, RetrievalSettings
 from rrf_retriever.engine.writes import WriteUnit
@@ -26,6 +28,7 @@ __all__ = [
     "KeywordLeg",
     "Leg",
     "RetrievalSettings",
+    "SearchOptions",
     "SearchResult",
     "StoreLeg",
     "WriteUnit",

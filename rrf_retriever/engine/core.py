@@ -3,9 +3,10 @@
 No LangChain, no LlamaIndex, no SQL, no Qdrant models here: the engine talks to stores through the protocols of
 :mod:`rrf_retriever.stores.base` (wrapped as :mod:`~rrf_retriever.engine.legs`). It imports in milliseconds.
 
-Flow of one query (DESIGN section 7):
+Flow of one query:
 
-1. Take the settings snapshot (immutable; ``update_settings`` swaps it atomically, no lock on the query path).
+1. Take the call's options (:class:`~rrf_retriever.engine.options.SearchOptions`, validated once when built) and
+   the settings snapshot (immutable; ``update_settings`` swaps it atomically, no lock on the query path).
 2. Plan the legs (:func:`~rrf_retriever.engine.query.prepare`): a leg whose weight is 0 is not called at all (the
    zero-weight guard); a keyword leg whose query has no surviving term sits out.
 3. Run them (:mod:`~rrf_retriever.engine.run`): the non-dense legs start, the query is embedded ONCE per model
@@ -14,7 +15,8 @@ Flow of one query (DESIGN section 7):
    filter and the exclusions applied inside the store, before its top-k.
 4. Finish (:func:`~rrf_retriever.engine.query.finish`, shared by both): a failed embedding empties the dense
    legs; a leg that raises or passes ``leg_timeout`` is dropped (``on_error="degrade"``) or re-raised
-   (``"raise"``); only when every active leg failed does the query fail. Fuse, keep ``top_k``, run the stages.
+   (``"raise"``); only when every active leg failed does the query fail. Fuse, then run the result stages in
+   their declared order (:data:`~rrf_retriever.engine.stages.STAGES`).
 
 Writes go through the :class:`~rrf_retriever.engine.writes.WriteUnit`: all writable legs or none.
 
@@ -23,8 +25,8 @@ Example:
     >>> engine = HybridEngine({"keyword": FTS5KeywordStore()})
     >>> engine.add(["a"], ["hybrid search with rrf"])
     ['a']
-    >>> engine.search("rrf").ids
-    ['a']
+    >>> engine.search("rrf").ids, engine.search("rrf", top_k=1, exclude_ids=["a"]).ids
+    (['a'], [])
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ import concurrent.futures
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from rrf_retriever.engine.journal import Journal, open_journal
-from rrf_retriever.engine.legs import Leg, as_leg
+from rrf_retriever.engine.legs import Leg, StoreLeg, as_leg
+from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
 from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
@@ -250,17 +253,13 @@ class HybridEngine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _prepare(self, query: object, top_k: int | None, filter: FilterSpec | None,
-                 exclude_ids: Iterable[str] | None, weights: Mapping[str, float] | None, **stages: Any) -> Query:
-        return prepare(self._legs, self._settings, query, top_k, filter, exclude_ids, weights, **stages)
-
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
         expansion = self._expansion
         if expansion is None:
             return finish(q, outcomes, embedded, lookup=self._lookup, vectors=self._vectors)
 
         def expand(hits: list[FusedHit], q: Query) -> list[FusedHit]:
-            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup, q.expand_limit)
+            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup, q.options.expand_limit)
 
         return finish(q, outcomes, embedded, expand, self._lookup, self._vectors)
 
@@ -271,51 +270,17 @@ class HybridEngine:
             leg = self._legs[main_dense_leg(self._legs)]
         except InvalidArgumentError:
             return {}
-        store = getattr(leg, "store", None)
-        return store.get_vectors(ids) if isinstance(store, VectorSource) else {}
+        if isinstance(leg, StoreLeg) and isinstance(leg.store, VectorSource):
+            return leg.store.get_vectors(ids)
+        return {}
 
-    def search(
-        self,
-        query: str,
-        *,
-        top_k: int | None = None,
-        filter: FilterSpec | None = None,
-        exclude_ids: Iterable[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-        offset: int = 0,
-        query_vector: Sequence[float] | None = None,
-        score_threshold: float | None = None,
-        pinned_ids: Iterable[str] | None = None,
-        diversity: float | None = None,
-        reranker: Any = None,
-        rerank_k: int | None = None,
-        dense_paths: Mapping[str, FilterSpec | None] | None = None,
-        expand_limit: int | None = None,
-    ) -> SearchResult:
+    def search(self, query: str, options: SearchOptions | None = None, **kwargs: Any) -> SearchResult:
         """Run a hybrid query (legs concurrently in threads) and fuse the results.
 
         Args:
             query: The user's text. An empty or blank query returns no hits.
-            top_k: Results to return (default: the settings' ``top_k``).
-            filter: ``{"session_id": [1, 2], "lang": "en"}``, applied inside every store before its top-k.
-            exclude_ids: Ids never to return (removed inside every store before its top-k).
-            weights: Per-call weights, merged over the settings' weights.
-            offset: Skip this many results: a page of the list fused for ``offset + top_k`` (legs fetch for it).
-            query_vector: Use this query vector for the dense legs instead of embedding ``query`` (seed 000: a
-                vector shared with other lookups).
-            score_threshold: Keep hits whose ``normalized_score`` (score / best possible score, in [0, 1]) reaches it.
-            pinned_ids: Ids always in the first page when they pass the scope (``metadata["rrf_pinned"]``); a
-                reranker or diversity never takes them out.
-            diversity: MMR lambda in [0, 1] over the candidates' stored dense vectors (1: the fused order);
-                None: the settings' (default off). See :func:`~rrf_retriever.engine.stages.diversify`.
-            reranker: A callable ``(query, texts) -> scores`` or an object with ``rerank_hits`` (see
-                :mod:`~rrf_retriever.engine.rerank`); None: the settings'; False: none for this call. The hits keep
-                their fused ``score`` and ranks; ``metadata["rrf_rerank_score"]`` holds the reranker's.
-            rerank_k: Candidates the reranker sees (default ``max(2 * top_k, 20)``).
-            dense_paths: ``{name: filter or None}``: extra dense legs over the main dense store, each with its own
-                filter instead of ``filter`` (None: unfiltered; ``exclude_ids`` still apply), weighted by
-                ``weights[name]`` (default: the dense leg's). The query is embedded once for all of them.
-            expand_limit: At most this many 1-hop neighbours (default ``top_k``), with ``expand``/``links_key``.
+            options: The search options (:class:`~rrf_retriever.engine.options.SearchOptions`); None: the defaults.
+            **kwargs: Options by name (the fields of ``SearchOptions``; ``k`` is ``top_k``), over ``options``.
 
         Returns:
             :class:`~rrf_retriever.types.SearchResult` with the fused hits and the trace.
@@ -325,9 +290,7 @@ class HybridEngine:
             AllLegsFailedError: every active leg failed (with ``on_error="degrade"``).
         """
         self._check_open()
-        q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
-                          score_threshold=score_threshold, pinned_ids=pinned_ids, diversity=diversity,
-                          reranker=reranker, rerank_k=rerank_k, dense_paths=dense_paths, expand_limit=expand_limit)
+        q = prepare(self._legs, self._settings, query, as_options(options, **kwargs))
         if not q.active:
             return empty_result(q)
         try:
@@ -341,36 +304,17 @@ class HybridEngine:
             raise EngineClosedError(msg)
         return self._finish(q, outcomes, embedded)
 
-    async def asearch(
-        self,
-        query: str,
-        *,
-        top_k: int | None = None,
-        filter: FilterSpec | None = None,
-        exclude_ids: Iterable[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-        offset: int = 0,
-        query_vector: Sequence[float] | None = None,
-        score_threshold: float | None = None,
-        pinned_ids: Iterable[str] | None = None,
-        diversity: float | None = None,
-        reranker: Any = None,
-        rerank_k: int | None = None,
-        dense_paths: Mapping[str, FilterSpec | None] | None = None,
-        expand_limit: int | None = None,
-    ) -> SearchResult:
+    async def asearch(self, query: str, options: SearchOptions | None = None, **kwargs: Any) -> SearchResult:
         """Async twin of :meth:`search`: the legs run concurrently as asyncio tasks."""
         self._check_open()
-        q = self._prepare(query, top_k, filter, exclude_ids, weights, offset=offset, query_vector=query_vector,
-                          score_threshold=score_threshold, pinned_ids=pinned_ids, diversity=diversity,
-                          reranker=reranker, rerank_k=rerank_k, dense_paths=dense_paths, expand_limit=expand_limit)
+        q = prepare(self._legs, self._settings, query, as_options(options, **kwargs))
         if not q.active:
             return empty_result(q)
         outcomes, embedded = await run_in_tasks(q, self._head_start)
         if self._closed:
             msg = "the engine was closed during this query"
             raise EngineClosedError(msg)
-        if q.reranker is not None or q.diversity is not None:
+        if q.options.reranker is not None or q.options.diversity is not None:
             import asyncio  # a reranker (a model) or the vector reads must not block the event loop
 
             return await asyncio.to_thread(self._finish, q, outcomes, embedded)

@@ -15,11 +15,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.scope.tree import NormalizedFilter, matches
-from rrf_retriever.stores.base import DenseStore, KeywordStore
+from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore
 from rrf_retriever.types import Hit, Record
 
 __all__ = ["DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "StoreLeg", "as_leg"]
@@ -75,6 +76,13 @@ class StoreLeg(Leg):
 
     def __init__(self, store: Any) -> None:
         self.store = store
+
+    @cached_property
+    def batch_store(self) -> BatchSearch | None:
+        """The store, if it runs in one request with the stores sharing its ``batch_group``
+        (:class:`~rrf_retriever.stores.base.BatchSearch`), else None. Asked once: a protocol check is not free."""
+        store = self.store
+        return store if isinstance(store, BatchSearch) and store.batch_group is not None else None
 
     @property
     def holds_gil(self) -> bool:  # type: ignore[override]

@@ -1,16 +1,18 @@
-"""One query from arguments to result: prepare (validate, plan the legs), then one finishing step shared by the
-sync and async runners (collect the leg outcomes, degrade or raise, fuse, run the result stages, build the trace).
-The stages themselves live in :mod:`rrf_retriever.engine.stages`.
+"""One query from options to result: prepare (take the settings, plan the legs), then one finishing step shared by
+the sync and async runners (collect the leg outcomes, degrade or raise, fuse, run the result stages, build the
+trace). The options are :class:`~rrf_retriever.engine.options.SearchOptions` (validated when built); the stages and
+their order are :data:`rrf_retriever.engine.stages.STAGES`.
 
 The runners (:mod:`rrf_retriever.engine.run`) only decide HOW the legs run (threads or asyncio tasks); everything
 a query decides is here, once.
 
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
+    >>> from rrf_retriever.engine.options import SearchOptions
     >>> from rrf_retriever.engine.settings import RetrievalSettings
     >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> legs = {"keyword": as_leg("keyword", FTS5KeywordStore())}
-    >>> q = prepare(legs, RetrievalSettings(weights={"keyword": 1.0}), "hello", 5, None, None, None)
+    >>> q = prepare(legs, RetrievalSettings(weights={"keyword": 1.0}), "hello", SearchOptions(top_k=5))
     >>> q.fetch_k, [name for name, _ in q.active]
     (40, ['keyword'])
 """
@@ -18,18 +20,17 @@ Example:
 from __future__ import annotations
 
 import logging
-import math
 import time
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
 
+from rrf_retriever.engine import stages
 from rrf_retriever.engine.legs import Leg
+from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
-from rrf_retriever.engine.rerank import check_reranker, default_rerank_k
-from rrf_retriever.engine.settings import RetrievalSettings, check_dense_paths, check_diversity
-from rrf_retriever.engine.stages import PINNED_KEY, Vectors, diversify, fit_expansion, pin, pinned_first, rerank
+from rrf_retriever.engine.settings import RetrievalSettings
+from rrf_retriever.engine.stages import StageRun, Vectors, warn_degraded
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
@@ -38,20 +39,15 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import fuse
-from rrf_retriever.scope.parse import normalize_scope
-from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
+from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
 from rrf_retriever.validate import (
     MAX_TOP_K,
     MAX_WEIGHT,
-    check_ids,
-    check_int,
     check_mapping,
     check_number,
     check_query,
-    check_top_k,
     check_weights,
-    to_float_vector,
 )
 
 __all__ = ["Embedded", "LegOutcome", "Query", "empty_result", "finish", "prepare"]
@@ -61,27 +57,32 @@ logger = logging.getLogger("rrf_retriever")
 
 @dataclass
 class Query:
-    """Everything one query reads, taken once: the settings snapshot, the resolved arguments, the plan."""
+    """Everything one query reads, taken once: the settings snapshot, the options resolved against it, the plan.
+
+    Attributes:
+        options: The call's options with the settings' values where they defer to them
+            (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`): what the stages read.
+        top_k, flt, excl: ``options.top_k`` and the normalized scope, which every leg reads.
+        fetch_k: Hits each leg fetches (for ``offset + top_k``).
+    """
 
     text: str
     settings: RetrievalSettings
+    options: SearchOptions
     top_k: int
     fetch_k: int
     weights: dict[str, float]
     flt: NormalizedFilter | None
     excl: frozenset[str]
     order: tuple[str, ...]
-    offset: int = 0
-    query_vector: list[float] | None = None
-    score_threshold: float | None = None
-    pinned_ids: tuple[str, ...] = ()
-    diversity: float | None = None
-    reranker: Any = None
-    rerank_k: int = 0
-    expand_limit: int | None = None
     started: float = field(default_factory=time.perf_counter)
     active: list[tuple[str, Leg]] = field(default_factory=list)
     idle: list[LegTrace] = field(default_factory=list)
+
+    @property
+    def query_vector(self) -> list[float] | None:
+        """The caller's query vector (None: embed the query)."""
+        return cast("list[float] | None", self.options.query_vector)  # the options keep it as a list of floats
 
     def embeddings(self) -> list[Any]:
         """Distinct embedding models of the active dense legs (the query is embedded once per model)."""
@@ -119,51 +120,25 @@ class Embedded:
     ms: float = 0.0
 
 
-def prepare(
-    legs: Mapping[str, Leg],
-    settings: RetrievalSettings,
-    query: object,
-    top_k: int | None,
-    filter: FilterSpec | None,
-    exclude_ids: Iterable[str] | None,
-    weights: Mapping[str, float] | None,
-    *,
-    offset: int = 0,
-    query_vector: Sequence[float] | None = None,
-    score_threshold: float | None = None,
-    pinned_ids: Iterable[str] | None = None,
-    diversity: float | None = None,
-    reranker: Any = None,
-    rerank_k: int | None = None,
-    dense_paths: Mapping[str, FilterSpec | None] | None = None,
-    expand_limit: int | None = None,
-) -> Query:
-    """Validate a query's arguments against the settings snapshot and plan its legs.
+def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object, options: SearchOptions) -> Query:
+    """Resolve a query's (validated) options against the settings snapshot and plan its legs.
 
     A leg whose weight is 0 is not called at all (the zero-weight guard); a leg that has nothing to search for
     (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of the list
-    fused for ``offset + top_k``: the legs fetch for that depth. ``diversity``, ``reranker``, ``rerank_k``,
-    ``dense_paths`` and ``expand_limit`` given as None take the settings' (``reranker=False``: none this call).
+    fused for ``offset + top_k``: the legs fetch for that depth. Options given as None take the settings'
+    (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
     """
     text = check_query(query)
-    top_k = settings.top_k if top_k is None else check_top_k(top_k)
-    offset = check_int(offset, "offset", 0, MAX_TOP_K)
-    flt, excl = normalize_scope(filter, exclude_ids)
-    vector = None if query_vector is None else to_float_vector(query_vector, "query_vector")
-    threshold = None if score_threshold is None else check_number(score_threshold, "score_threshold", high=1.0)
-    pinned = () if pinned_ids is None else tuple(check_ids(pinned_ids, "pinned_ids")[:MAX_TOP_K])
-    lam = settings.diversity if diversity is None else check_diversity(diversity)
-    chosen = settings.reranker if reranker is None else None if reranker is False else check_reranker(reranker)
-    depth = settings.rerank_k if rerank_k is None else check_top_k(rerank_k, "rerank_k")
-    neighbours = settings.expand_limit if expand_limit is None else check_top_k(expand_limit, "expand_limit")
-    paths = path_legs(legs, settings.dense_paths if dense_paths is None else check_dense_paths(dense_paths) or {})
-    resolved = _weights(legs, settings, weights, [name for name, _ in paths])
+    resolved = options.resolved(settings)
+    top_k = cast(int, resolved.top_k)  # resolved: the settings' top_k when not given
+    flt, excl = resolved.scope
+    paths = path_legs(legs, resolved.dense_paths or {})
+    weights = _weights(legs, settings, resolved.weights, [name for name, _ in paths])
     all_legs = {**legs, **dict(paths)}
-    q = Query(text, settings, top_k, settings.effective_fetch_k(min(offset + top_k, MAX_TOP_K)), resolved, flt,
-              excl, tuple(all_legs), offset, vector, threshold, pinned, lam, chosen,
-              default_rerank_k(top_k, depth) if chosen is not None else 0, neighbours)
+    fetch_k = settings.effective_fetch_k(min(resolved.offset + top_k, MAX_TOP_K))
+    q = Query(text, settings, resolved, top_k, fetch_k, weights, flt, excl, tuple(all_legs))
     for name, leg in all_legs.items():
-        weight = resolved[name]
+        weight = weights[name]
         reason = "empty query" if not text.strip() else "weight 0" if weight == 0.0 else leg.sits_out(text)
         if reason is None:
             q.active.append((name, leg))
@@ -206,13 +181,11 @@ def finish(
 ) -> SearchResult:
     """Collect the leg outcomes (degrade or raise), fuse, run the result stages, and build the trace.
 
-    Stages, in DESIGN 7b's order (:mod:`rrf_retriever.engine.stages`): the normalized score on every hit,
-    ``pinned_ids`` (in scope: always in the first page, marked ``rrf_pinned``; looked up by ``lookup``),
-    ``score_threshold`` (on the normalized score; pinned hits stay), ``diversity`` (MMR over the stored vectors
-    ``vectors`` gives), ``reranker`` (over ``rerank_k`` candidates; one that raises is skipped with a warning
-    under ``on_error="degrade"``), pinned hits back on the first page, the page (``offset``), then 1-hop
-    expansion (``expand``) of the page. The pool the stages see is the fused list to the deepest depth one of
-    them needs (``offset + top_k``; the fetch depth with ``diversity``; ``rerank_k`` with a reranker).
+    The stages run in the order :data:`rrf_retriever.engine.stages.STAGES` declares, each one that applies to the
+    query (the normalized score, ``pinned_ids`` looked up by ``lookup``, ``score_threshold``, ``diversity`` over the
+    stored vectors ``vectors`` gives, the reranker, pinned hits back on the first page, the page, 1-hop expansion
+    by ``expand``). The pool they see is the fused list to the deepest depth one of them needs
+    (:func:`~rrf_retriever.engine.stages.pool_depth`).
 
     A query whose legs were all dropped because the query embedding failed (only dense legs active: an embedding
     outage with the keyword weight at 0) answers no hits, degraded, rather than fail.
@@ -256,107 +229,18 @@ def finish(
         msg = "every leg of the query failed: " + "; ".join(warning_texts)
         raise AllLegsFailedError(msg) from first_error
     for text in warning_texts:
-        _warn(text)
+        warn_degraded(text)
+    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts)
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
-    hits = fuse(q.settings.fusion, ranked, used, rrf_k=q.settings.rrf_k, limit=_pool_depth(q)) if ranked else []
+    depth = stages.pool_depth(run, stages.STAGES)
+    hits = fuse(q.settings.fusion, ranked, used, rrf_k=q.settings.rrf_k, limit=depth) if ranked else []
     fusion_ms = (time.perf_counter() - t0) * 1000
-    stages = _Stages()
-    hits = _normalized(hits, q)
-    if q.pinned_ids and lookup is not None:
-        with stages.timed("pinned"):
-            hits = pin(hits, q.pinned_ids, q.top_k, q.flt, q.excl, lookup)
-            stages.counts["pinned"] = sum(1 for h in hits if h.metadata.get(PINNED_KEY))
-    if q.score_threshold is not None:
-        threshold = q.score_threshold
-        before = len(hits)
-        hits = [h for h in hits if h.normalized_score >= threshold or h.metadata.get(PINNED_KEY)]
-        stages.counts["threshold_dropped"] = before - len(hits)
-    if q.diversity is not None and q.diversity < 1.0:
-        with stages.timed("diversity"):
-            picks = max(q.offset + q.top_k, q.rerank_k)
-            hits, with_vector = diversify(hits, q.diversity, picks, vectors)
-            stages.counts["diversity_pool"] = len(hits)
-            stages.counts["diversity_vectors"] = with_vector
-    if q.reranker is not None:
-        with stages.timed("rerank"):
-            hits = _reranked(q, hits, stages, warning_texts)
-    if q.pinned_ids:
-        hits = pinned_first(hits, q.top_k)
-    hits = hits[q.offset : q.offset + q.top_k]
-    if expand is not None:
-        with stages.timed("expand"):
-            hits = fit_expansion(hits, expand(hits, q), q.top_k)
-            stages.counts["expanded"] = sum(1 for h in hits if "rrf_expanded_from" in h.metadata)
-    trace = _trace(q, traces, tuple(warning_texts), embedded.ms, fusion_ms, stages.ms, stages.counts)
+    hits = stages.run_stages(hits, run, stages.STAGES)
+    trace = _trace(q, traces, tuple(warning_texts), embedded.ms, fusion_ms, run.ms, run.counts)
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("rrf_retriever query trace: %s", trace)
     return SearchResult(hits, trace)
-
-
-def best_possible_score(q: Query) -> float:
-    """The fused score of a document first in every active leg, for the query's weights and ``rrf_k`` (the score
-    fusions give each leg at most its weight)."""
-    total = math.fsum(q.weights[name] for name, _ in q.active)
-    return total / (q.settings.rrf_k + 1) if q.settings.fusion == "rrf" else total
-
-
-def _normalized(hits: list[FusedHit], q: Query) -> list[FusedHit]:
-    best = best_possible_score(q)
-    if best <= 0:
-        return hits
-    return [replace(h, normalized_score=min(1.0, h.score / best)) for h in hits]
-
-
-def _pool_depth(q: Query) -> int:
-    """How deep the fused list goes: the page, and the pool diversity (the fetch depth) or the reranker needs."""
-    depth = q.offset + q.top_k
-    if q.diversity is not None and q.diversity < 1.0:
-        depth = max(depth, q.fetch_k, q.rerank_k)
-    return min(max(depth, q.rerank_k), MAX_TOP_K)
-
-
-def _warn(text: str) -> None:
-    logger.warning("rrf_retriever degraded query: %s", text)
-    warnings.warn(text, RuntimeWarning, stacklevel=5)
-
-
-def _reranked(q: Query, hits: list[FusedHit], stages: _Stages, warning_texts: list[str]) -> list[FusedHit]:
-    """The reranker stage; a reranker that raises keeps the fused order (``on_error="degrade"``) or re-raises."""
-    try:
-        hits, seen = rerank(hits, q.text, q.reranker, q.rerank_k)
-    except Exception as exc:
-        if q.settings.on_error == "raise":
-            raise
-        text = f"reranker failed ({type(exc).__name__}: {exc}); the fused order is kept"
-        warning_texts.append(text)
-        stages.counts["rerank_failed"] = 1
-        _warn(text)
-        return hits
-    stages.counts["reranked"] = seen
-    return hits
-
-
-class _Stages:
-    """Each stage's time (ms) and counts, for the trace."""
-
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-        self.counts: dict[str, int] = {}
-
-    def timed(self, name: str) -> _Timer:
-        return _Timer(self.ms, name)
-
-
-class _Timer:
-    def __init__(self, into: dict[str, float], name: str) -> None:
-        self.into, self.name, self.t0 = into, name, 0.0
-
-    def __enter__(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.into[self.name] = (time.perf_counter() - self.t0) * 1000
 
 
 def _trace(q: Query, traces: list[LegTrace], warning_texts: tuple[str, ...], embed_ms: float,

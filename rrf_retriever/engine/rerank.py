@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -26,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.types import FusedHit
 
-__all__ = ["DEFAULT_MIN_RERANK_K", "HitReranker", "ScoreReranker", "call_reranker", "check_reranker",
+__all__ = ["DEFAULT_MIN_RERANK_K", "HitReranker", "Named", "ScoreReranker", "call_reranker", "check_reranker",
            "default_rerank_k", "reranker_name"]
 
 #: A plain reranker: ``(query, texts) -> one score per text`` (higher is better).
@@ -42,6 +43,13 @@ class HitReranker(Protocol):
     dropped."""
 
     def rerank_hits(self, query: str, hits: Sequence[FusedHit]) -> Sequence[tuple[str, float]]: ...
+
+
+@runtime_checkable
+class Named(Protocol):
+    """A reranker that names itself (``name``): settings views and logs show that name."""
+
+    name: str
 
 
 def check_reranker(reranker: object) -> Any:
@@ -62,7 +70,8 @@ def check_reranker(reranker: object) -> Any:
 
 
 def reranker_name(reranker: object) -> str | None:
-    """A JSON-able name for a reranker (settings views and logs): ``module:qualname`` of it or its class.
+    """A JSON-able name for a reranker (settings views and logs): its own ``name`` (:class:`Named`), else
+    ``module:qualname`` of it (a function, method or class) or of its class.
 
     Example:
         >>> reranker_name(len), reranker_name(None)
@@ -70,11 +79,10 @@ def reranker_name(reranker: object) -> str | None:
     """
     if reranker is None:
         return None
-    named = getattr(reranker, "name", None)
-    if isinstance(named, str) and named:
-        return named
-    target = reranker if hasattr(reranker, "__qualname__") else type(reranker)
-    return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(reranker).__name__)}"
+    if isinstance(reranker, Named) and isinstance(reranker.name, str) and reranker.name:
+        return reranker.name
+    target: Any = reranker if inspect.isroutine(reranker) or inspect.isclass(reranker) else type(reranker)
+    return f"{target.__module__}:{target.__qualname__}"
 
 
 def default_rerank_k(top_k: int, rerank_k: int | None) -> int:

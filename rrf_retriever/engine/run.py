@@ -11,7 +11,8 @@ pick the other legs up is bounded (``start_wait``), never the request. Measured 
 ``benchmarks/bench_hybrid_speed.py`` and ``benchmarks/bench_head_start.py``.
 
 Joint requests: active legs whose stores share a ``batch_group`` (e.g. the dense and keyword views of one Qdrant
-collection, :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`) and implement ``search_batch`` run as ONE
+collection, :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`) and implement
+:class:`~rrf_retriever.stores.base.BatchSearch` run as ONE
 task: one :class:`~rrf_retriever.stores.base.SearchRequest` per leg, one call, each leg's outcome its share of
 the reply (a leg's own failure stays that leg's). The group starts once the query vector is there; only
 planned (active) legs are sent, so a weight-0 leg never is. A group left with one leg runs that leg alone.
@@ -24,12 +25,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from rrf_retriever.engine.legs import Leg, ties_by_id
+from rrf_retriever.engine.legs import Leg, StoreLeg, ties_by_id
 from rrf_retriever.engine.query import Embedded, LegOutcome, Query
 from rrf_retriever.errors import EmbeddingError
-from rrf_retriever.stores.base import SearchRequest
+from rrf_retriever.stores.base import BatchSearch, SearchRequest
 from rrf_retriever.types import Hit
 
 __all__ = ["HeadStart", "run_in_tasks", "run_in_threads"]
@@ -84,20 +85,18 @@ class _Called:
         return ((self.ended or time.perf_counter()) - submitted) * 1000
 
 
-def _batch_group(leg: Leg) -> Any:
-    """The object a leg's store shares with the legs it can run with in one request, or None."""
-    store = getattr(leg, "store", None)
-    group = getattr(store, "batch_group", None)
-    return group if group is not None and callable(getattr(store, "search_batch", None)) else None
+def _batch_store(leg: Leg) -> BatchSearch | None:
+    """The leg's store if it can run in one request with the legs whose stores share its ``batch_group``."""
+    return leg.batch_store if isinstance(leg, StoreLeg) else None
 
 
 def _batches(q: Query) -> list[list[tuple[str, Leg]]]:
     """The active legs that run as one request: groups of two or more sharing a ``batch_group``."""
     groups: dict[int, list[tuple[str, Leg]]] = {}
     for name, leg in q.active:
-        group = _batch_group(leg)
-        if group is not None:
-            groups.setdefault(id(group), []).append((name, leg))
+        store = _batch_store(leg)
+        if store is not None:
+            groups.setdefault(id(store.batch_group), []).append((name, leg))
     return [members for members in groups.values() if len(members) > 1]
 
 
@@ -161,13 +160,13 @@ def run_in_threads(
     def submit_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> None:
         mark = _Called()
         called.append(mark)
-        store = getattr(members[0][1], "store", None)
+        store = cast(BatchSearch, _batch_store(members[0][1]))  # a group is made of legs over batch stores
         requests = _requests(q, members, vectors)
 
-        def call() -> list[Any]:
+        def call() -> Sequence[Any]:
             mark.mark()
             try:
-                return store.search_batch(requests)  # type: ignore[union-attr]
+                return store.search_batch(requests)
             finally:
                 mark.end()
 
@@ -218,7 +217,7 @@ def _wait_head_start(
 
 
 def _given_vector(q: Query, models: list[Any]) -> Embedded | None:
-    """The caller's ``query_vector`` for every dense leg (seed 000: shared with other lookups; no embedding call)."""
+    """The caller's ``query_vector`` for every dense leg (a vector shared with other lookups; no embedding call)."""
     if q.query_vector is None:
         return None
     return Embedded(vectors={id(m): q.query_vector for m in models})
@@ -268,10 +267,10 @@ async def run_in_tasks(q: Query, head_start: HeadStart = HeadStart()) -> tuple[d
             return LegOutcome(None, _ms_since(t0), exc)
 
     async def run_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[LegOutcome]:
-        store = getattr(members[0][1], "store", None)
+        store = cast(BatchSearch, _batch_store(members[0][1]))  # a group is made of legs over batch stores
         t0 = time.perf_counter()
         try:
-            result = await asyncio.wait_for(store.asearch_batch(_requests(q, members, vectors)), timeout)  # type: ignore[union-attr]
+            result = await asyncio.wait_for(store.asearch_batch(_requests(q, members, vectors)), timeout)
         except asyncio.TimeoutError as exc:
             return [LegOutcome(None, _ms_since(t0), exc, timed_out=True) for _ in members]
         except Exception as exc:

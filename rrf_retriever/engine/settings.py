@@ -141,7 +141,7 @@ class RetrievalSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view (for the settings service and logs); the reranker shows as its name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = dict(vars(self))  # the fields, in order (a frozen dataclass holds nothing else)
         out["weights"] = dict(self.weights)
         out["dense_paths"] = dict(self.dense_paths)
         out["reranker"] = reranker_name(self.reranker)

@@ -1,33 +1,57 @@
-"""Result stages that run after fusion (DESIGN 7b), in this order: ``pinned_ids``, ``score_threshold`` (in
-:func:`rrf_retriever.engine.query.finish`), ``diversity`` (:func:`diversify`), ``reranker`` (:func:`rerank`),
-pinned hits back on the first page (:func:`pinned_first`), the page (``offset``), then 1-hop expansion
-(:class:`NeighbourExpansion`) of the page.
+"""The result stages that run after fusion, as ONE declared order: :data:`STAGES`.
+
+Each :class:`Stage` has a ``name``, ``applies(run)`` (does this query ask for it?) and ``run(hits, run)``; the
+engine's :func:`~rrf_retriever.engine.query.finish` runs every stage that applies, in this order:
+
+1. ``normalize``: the normalized score on every hit (score / the best possible score, in [0, 1]);
+2. ``pinned``: ``pinned_ids`` in scope are in the first page, marked ``rrf_pinned`` (:func:`pin`);
+3. ``threshold``: ``score_threshold`` on the normalized score (pinned hits stay);
+4. ``diversity``: MMR over the candidates' stored vectors (:func:`diversify`);
+5. ``rerank``: the reranker over ``rerank_k`` candidates (:func:`rerank`; one that raises is skipped with a
+   warning under ``on_error="degrade"``);
+6. ``pinned_first``: pinned hits back on the first page (:func:`pinned_first`);
+7. ``page``: the page (``offset``, ``top_k``);
+8. ``expand``: 1-hop expansion of the page (:class:`NeighbourExpansion`, :func:`fit_expansion`).
+
+A stage may say how deep the fused pool must go for it (``depth``): the pool is the deepest of them
+(:func:`pool_depth`). Adding a stage is one entry in :data:`STAGES`.
 
 Pinned documents are always in the result: the threshold keeps them, diversity leaves them where the pinned
 stage put them, a reranker that drops one is overruled (it comes back after the reranked ones, marked
 ``rrf_pinned``), and :func:`pinned_first` brings any that moved below the first page back onto it.
 
 Example:
-    >>> stage = NeighbourExpansion(links_key="links")
-    >>> stage.wanted([])
+    >>> [stage.name for stage in STAGES]
+    ['normalize', 'pinned', 'threshold', 'diversity', 'rerank', 'pinned_first', 'page', 'expand']
+    >>> NeighbourExpansion(links_key="links").wanted([])
     []
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
 
 from rrf_retriever.diversity import mmr_order
 from rrf_retriever.engine.rerank import call_reranker
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.types import FusedHit, Record
-from rrf_retriever.validate import check_top_k
+from rrf_retriever.validate import MAX_TOP_K, check_top_k
 
-__all__ = ["PINNED_KEY", "RERANK_SCORE_KEY", "Expand", "NeighbourExpansion", "Vectors", "diversify",
-           "fit_expansion", "pin", "pinned_first", "rerank"]
+if TYPE_CHECKING:
+    from rrf_retriever.engine.query import Query
+
+__all__ = ["PINNED_KEY", "RERANK_SCORE_KEY", "STAGES", "Expand", "NeighbourExpansion", "Stage", "StageRun",
+           "Vectors", "best_possible_score", "diversify", "fit_expansion", "pin", "pinned_first", "pool_depth",
+           "rerank", "run_stages", "warn_degraded"]
+
+logger = logging.getLogger("rrf_retriever")
 
 #: Metadata key marking a pinned result.
 PINNED_KEY = "rrf_pinned"
@@ -204,7 +228,7 @@ class NeighbourExpansion:
 
 
 def fit_expansion(page: Sequence[FusedHit], added: Sequence[FusedHit], top_k: int) -> list[FusedHit]:
-    """The page with its neighbours, within ``top_k`` (seed 003): neighbours take the last slots of the page.
+    """The page with its neighbours, within ``top_k``: neighbours take the last slots of the page.
 
     Neighbours are taken in seed order while their seed keeps its place: each one taken shortens the fused part
     by one, and a neighbour whose seed would fall off the page (with every later one) is left out. Pinned hits
@@ -225,3 +249,171 @@ def fit_expansion(page: Sequence[FusedHit], added: Sequence[FusedHit], top_k: in
             break  # seeds come in page order: no later neighbour's seed fits either
         chosen.append(neighbour)
     return list(page[: min(len(page), top_k - len(chosen))]) + chosen
+
+
+# -- the stages, in their order ---------------------------------------------------------------------------------
+
+
+@dataclass
+class StageRun:
+    """One query's pass through the stages: what they read and what they report for the trace.
+
+    Attributes:
+        query: The query (its resolved ``options`` say which stages apply, and how).
+        lookup: ``ids -> stored records`` (the pinned stage's look-up); None: no pinning.
+        vectors: ``ids -> stored dense vectors`` (the diversity stage's); None: no vectors.
+        expand: The engine's 1-hop expansion (``(page, query) -> neighbours``); None: none configured.
+        ms: Each timed stage's time, by name (the trace's ``stages_ms``).
+        counts: What the stages counted (the trace's ``stage_counts``).
+        warnings: The query's warnings (a stage that degrades adds its own).
+    """
+
+    query: Query
+    lookup: Callable[[list[str]], list[Record]] | None = None
+    vectors: Vectors | None = None
+    expand: Callable[[list[FusedHit], Query], list[FusedHit]] | None = None
+    ms: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One result stage.
+
+    Attributes:
+        name: Its name (the key of its time in the trace's ``stages_ms`` when ``timed``).
+        applies: Whether this query runs it.
+        run: ``(hits, run) -> hits``.
+        timed: Its time goes in the trace.
+        depth: How deep the fused pool must go for it (None: no demand).
+    """
+
+    name: str
+    applies: Callable[[StageRun], bool]
+    run: Callable[[list[FusedHit], StageRun], list[FusedHit]]
+    timed: bool = False
+    depth: Callable[[Query], int] | None = None
+
+
+def run_stages(hits: list[FusedHit], run: StageRun, stages: Sequence[Stage]) -> list[FusedHit]:
+    """Every stage of ``stages`` that applies, in order, over ``hits``; timed stages record their time."""
+    for stage in stages:
+        if not stage.applies(run):
+            continue
+        if not stage.timed:
+            hits = stage.run(hits, run)
+            continue
+        t0 = time.perf_counter()
+        try:
+            hits = stage.run(hits, run)
+        finally:
+            run.ms[stage.name] = (time.perf_counter() - t0) * 1000
+    return hits
+
+
+def pool_depth(run: StageRun, stages: Sequence[Stage]) -> int:
+    """How deep the fused list goes: the deepest depth a stage that applies needs (the page: ``offset + top_k``;
+    diversity: the fetch depth; the reranker: ``rerank_k``), at most :data:`~rrf_retriever.validate.MAX_TOP_K`."""
+    depths = [stage.depth(run.query) for stage in stages if stage.depth is not None and stage.applies(run)]
+    return min(max(depths, default=run.query.top_k), MAX_TOP_K)
+
+
+def warn_degraded(text: str, stacklevel: int = 5) -> None:
+    """Log and warn (``RuntimeWarning``) that a query was degraded; ``stacklevel`` points at the caller's line."""
+    logger.warning("rrf_retriever degraded query: %s", text)
+    warnings.warn(text, RuntimeWarning, stacklevel=stacklevel)
+
+
+def best_possible_score(q: Query) -> float:
+    """The fused score of a document first in every active leg, for the query's weights and ``rrf_k`` (the score
+    fusions give each leg at most its weight)."""
+    total = math.fsum(q.weights[name] for name, _ in q.active)
+    return total / (q.settings.rrf_k + 1) if q.settings.fusion == "rrf" else total
+
+
+def _always(run: StageRun) -> bool:
+    return True
+
+
+def _normalized(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    best = best_possible_score(run.query)
+    if best <= 0:
+        return hits
+    return [replace(h, normalized_score=min(1.0, h.score / best)) for h in hits]
+
+
+def _pinned(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    q, lookup = run.query, run.lookup
+    if lookup is None:  # the stage applies only with a lookup
+        return hits
+    hits = pin(hits, tuple(q.options.pinned_ids or ()), q.top_k, q.flt, q.excl, lookup)
+    run.counts["pinned"] = sum(1 for h in hits if _is_pinned(h))
+    return hits
+
+
+def _threshold(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    threshold = run.query.options.score_threshold or 0.0
+    kept = [h for h in hits if h.normalized_score >= threshold or _is_pinned(h)]
+    run.counts["threshold_dropped"] = len(hits) - len(kept)
+    return kept
+
+
+def _diversifies(run: StageRun) -> bool:
+    lam = run.query.options.diversity
+    return lam is not None and lam < 1.0
+
+
+def _diversified(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    o = run.query.options
+    picks = max(o.offset + run.query.top_k, o.rerank_k or 0)
+    hits, with_vector = diversify(hits, cast(float, o.diversity), picks, run.vectors)  # applies: not None
+    run.counts["diversity_pool"] = len(hits)
+    run.counts["diversity_vectors"] = with_vector
+    return hits
+
+
+def _reranked(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    """The reranker stage; a reranker that raises keeps the fused order (``on_error="degrade"``) or re-raises."""
+    q = run.query
+    try:
+        hits, seen = rerank(hits, q.text, q.options.reranker, q.options.rerank_k or 0)
+    except Exception as exc:
+        if q.settings.on_error == "raise":
+            raise
+        text = f"reranker failed ({type(exc).__name__}: {exc}); the fused order is kept"
+        run.warnings.append(text)
+        run.counts["rerank_failed"] = 1
+        warn_degraded(text, stacklevel=7)  # the caller of search: stages, finish and the engine sit in between
+        return hits
+    run.counts["reranked"] = seen
+    return hits
+
+
+def _page(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    start = run.query.options.offset
+    return hits[start : start + run.query.top_k]
+
+
+def _expanded(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    expand = run.expand
+    if expand is None:  # the stage applies only with an expansion
+        return hits
+    hits = fit_expansion(hits, expand(hits, run.query), run.query.top_k)
+    run.counts["expanded"] = sum(1 for h in hits if "rrf_expanded_from" in h.metadata)
+    return hits
+
+
+#: The result stages, in the order they run (the module doc says what each does).
+STAGES: tuple[Stage, ...] = (
+    Stage("normalize", _always, _normalized),
+    Stage("pinned", lambda r: bool(r.query.options.pinned_ids) and r.lookup is not None, _pinned, timed=True),
+    Stage("threshold", lambda r: r.query.options.score_threshold is not None, _threshold),
+    Stage("diversity", _diversifies, _diversified, timed=True, depth=lambda q: q.fetch_k),
+    Stage("rerank", lambda r: r.query.options.reranker is not None, _reranked, timed=True,
+          depth=lambda q: q.options.rerank_k or 0),
+    Stage("pinned_first", lambda r: bool(r.query.options.pinned_ids),
+          lambda hits, r: pinned_first(hits, r.query.top_k)),
+    Stage("page", _always, _page, depth=lambda q: q.options.offset + q.top_k),
+    Stage("expand", lambda r: r.expand is not None, _expanded, timed=True),
+)

@@ -25,7 +25,7 @@ from typing import Any
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
-from rrf_retriever.stores.base import IdsMatching
+from rrf_retriever.stores.base import IdsMatching, WritesThrough
 from rrf_retriever.types import Record
 from rrf_retriever.validate import check_ids, validate_batch
 
@@ -72,9 +72,9 @@ def _check_writes_through(legs: Sequence[tuple[str, StoreLeg]]) -> None:
     Raises:
         InvalidArgumentError: the carrying store is not a source.
     """
-    stores = {id(getattr(leg, "store", None)) for _, leg in legs}
+    stores = {id(leg.store) for _, leg in legs}
     for name, leg in legs:
-        carrier = getattr(getattr(leg, "store", None), "writes_through", None)
+        carrier = leg.store.writes_through if isinstance(leg.store, WritesThrough) else None
         if carrier is not None and id(carrier) not in stores:
             msg = (f"source {name!r} is written through {carrier!r}, which is not a source: add it as a source too "
                    "(weight 0 if it should not rank), or nothing would be written to this one")
@@ -208,7 +208,7 @@ class WriteUnit:
                         if entry.op == "delete":
                             leg.delete(entry.ids)
                             continue
-                        vectors = entry.vectors.get(name) if leg.embedding is not None else None
+                        vectors: Vectors | None = entry.vectors.get(name) if leg.embedding is not None else None
                         if leg.embedding is not None and vectors is None:  # a dense leg added after the entry
                             vectors = embed_documents([(name, leg)], entry.texts)[id(leg.embedding)]
                         leg.add(entry.ids, entry.texts, entry.metadatas, vectors)

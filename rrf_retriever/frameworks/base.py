@@ -21,6 +21,13 @@ from typing import Any, ClassVar
 
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
+from rrf_retriever.engine.options import (
+    OPTION_ALIASES,
+    OPTION_NAMES,
+    SearchOptions,
+    check_option_names,
+    resolve_top_k,
+)
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.frameworks.node_metadata import public_metadata
 from rrf_retriever.index.directory import open_stores
@@ -32,7 +39,7 @@ from rrf_retriever.index.registry import (
     make_qdrant_stores,
 )
 from rrf_retriever.types import FusedHit, Record, SearchResult
-from rrf_retriever.validate import check_mapping, check_top_k
+from rrf_retriever.validate import check_mapping
 
 __all__ = ["RRF_METADATA_KEYS", "SEARCH_KWARGS", "FrameworkSide", "RetrieverCore", "content_id", "result_metadata"]
 
@@ -41,11 +48,9 @@ RRF_METADATA_KEYS = (
     "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
     "rrf_rerank_score",
 )
-#: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``).
-SEARCH_KWARGS = frozenset({
-    "top_k", "k", "filter", "exclude_ids", "weights", "offset", "query_vector", "score_threshold", "pinned_ids",
-    "diversity", "reranker", "rerank_k", "dense_paths", "expand_limit",
-})
+#: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``):
+#: the options of :class:`~rrf_retriever.engine.options.SearchOptions` and their aliases (``k``).
+SEARCH_KWARGS = OPTION_NAMES | frozenset(OPTION_ALIASES)
 _WEIGHTS_ARE = "source name to weight"
 
 
@@ -119,25 +124,13 @@ class FrameworkSide:
 def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Refuse an unknown search argument (a typo never silently does nothing); a LlamaIndex ``MetadataFilters``
     given as ``filter`` becomes our filter tree here, at the edge (:mod:`~rrf_retriever.frameworks.filters`)."""
-    unknown = sorted(set(kwargs) - SEARCH_KWARGS)
-    if unknown:
-        msg = f"unknown search argument(s) {unknown}; accepted: {sorted(SEARCH_KWARGS)} (rrf_k is a setting)"
-        raise InvalidArgumentError(msg)
+    check_option_names(kwargs)
     out = dict(kwargs)
     if out.get("filter") is not None:
         from rrf_retriever.frameworks.filters import as_filter
 
         out["filter"] = as_filter(out["filter"])
     return out
-
-
-def resolve_top_k(top_k: int | None, k: int | None) -> int | None:
-    """``k`` is LangChain's name for the number of results: accept it as ``top_k``, never as the RRF constant."""
-    if k is not None and top_k is not None and k != top_k:
-        msg = f"k ({k}) and top_k ({top_k}) both given and different; k is an alias of top_k"
-        raise InvalidArgumentError(msg)
-    value = top_k if top_k is not None else k
-    return None if value is None else check_top_k(value)
 
 
 class RetrieverCore:
@@ -319,7 +312,7 @@ class RetrieverCore:
             kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
             kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
         try:
-            retriever = cls(dense=dense_store, keyword=keyword_store, **kwargs)
+            retriever: Any = cls(dense=dense_store, keyword=keyword_store, **kwargs)  # a framework side's class
         except BaseException:
             if stores is not None:
                 stores.close()
@@ -355,11 +348,13 @@ class RetrieverCore:
         text_list = list(texts)
         return text_list, list(ids) if ids is not None else content_ids(text_list, metadatas)
 
-    def _document_batch(self, documents: Sequence[Any], ids: Sequence[str] | None) -> tuple[list[str], ...]:
+    def _document_batch(
+        self, documents: Sequence[Any], ids: Sequence[str] | None
+    ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
         parts = [self._document_parts(d) for d in documents]
         derived = content_ids([p[1] for p in parts], [p[2] for p in parts])
         given = list(ids) if ids is not None else [p[0] or d for p, d in zip(parts, derived)]
-        return given, [p[1] for p in parts], [p[2] for p in parts]  # type: ignore[return-value]
+        return given, [p[1] for p in parts], [p[2] for p in parts]
 
     @classmethod
     def _document_parts(cls, doc: Any) -> tuple[str | None, str, dict[str, Any]]:
@@ -492,20 +487,20 @@ class RetrieverCore:
 
     # ---- reads ------------------------------------------------------------------------------------------
 
-    def _search_args(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]
+    def _search_options(self, kwargs: Mapping[str, Any]) -> SearchOptions:
+        merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]  # a side field
         if merged.get("reranker") is not None:  # a framework reranker becomes the engine's shape at the edge
             from rrf_retriever.frameworks.rerankers import as_reranker
 
             merged["reranker"] = as_reranker(merged["reranker"])
-        top_k = resolve_top_k(merged.pop("top_k", None), merged.pop("k", None))
-        return {"top_k": top_k, **merged}
+        return SearchOptions.from_kwargs(**merged)
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
         """Framework-neutral search: fused hits and the trace (see :meth:`HybridEngine.search`)."""
-        return self.engine.search(query, **self._search_args(kwargs))  # type: ignore[attr-defined]
+        return self.engine.search(query, self._search_options(kwargs))  # type: ignore[attr-defined]  # a side field
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """Async twin of :meth:`search`."""
-        return await self.engine.asearch(query, **self._search_args(kwargs))  # type: ignore[attr-defined]
+        options = self._search_options(kwargs)
+        return await self.engine.asearch(query, options)  # type: ignore[attr-defined]  # a side field
 

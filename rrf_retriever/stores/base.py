@@ -9,7 +9,9 @@ Scope (:mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its
 * ``exclude_ids``: ids that must not be returned.
 
 The engine tells the kinds apart by these protocols (``isinstance`` on a runtime-checkable protocol), never by
-probing attributes: a dense store is one with an ``embedding``; a keyword store one with an ``analyzer``.
+probing attributes: a dense store is one with an ``embedding``; a keyword store one with an ``analyzer``. What a
+store may do besides is a protocol too: :class:`VectorSource`, :class:`IdsMatching`, :class:`BatchSearch`,
+:class:`WritesThrough`.
 :class:`StoreBase` gives a new store the defaults (async twins in a worker thread, ``holds_gil = False``,
 ``close`` and the context manager).
 
@@ -28,7 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.types import Hit, Record
 
-__all__ = ["DenseStore", "IdsMatching", "KeywordStore", "SearchRequest", "StoreBase", "VectorSource"]
+__all__ = ["BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "SearchRequest", "StoreBase", "VectorSource",
+           "WritesThrough"]
 
 
 @runtime_checkable
@@ -159,12 +162,39 @@ class IdsMatching(Protocol):
     def ids_matching(self, filter: FilterSpec | Any = None, limit: int | None = None) -> list[str]: ...
 
 
+@runtime_checkable
+class BatchSearch(Protocol):
+    """Optional: a store that runs several legs' searches in one request, with the other stores of its
+    ``batch_group``. Legs whose stores share a (non-None) ``batch_group`` run as one ``search_batch`` call (e.g. the
+    dense and keyword views of :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`, one Qdrant collection).
+
+    ``search_batch(requests)`` returns one entry per :class:`SearchRequest`, in order: that leg's hits, or the
+    exception where that leg failed; ``asearch_batch`` is its async twin.
+    """
+
+    @property
+    def batch_group(self) -> object: ...
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> Sequence[list[Hit] | BaseException]: ...
+
+    async def asearch_batch(self, requests: Sequence[SearchRequest]) -> Sequence[list[Hit] | BaseException]: ...
+
+
+@runtime_checkable
+class WritesThrough(Protocol):
+    """Optional: a store whose writes another store carries (``writes_through``: e.g. the keyword view of a joint
+    Qdrant collection, written by its dense view). The engine requires that other store among its sources; None:
+    the store writes itself."""
+
+    writes_through: object
+
+
 @dataclass(frozen=True)
 class SearchRequest:
     """One leg's search, as the engine hands it to a store that runs several legs in one request (``search_batch``).
 
     Stores whose views share a ``batch_group`` (e.g. :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`'s dense
-    and keyword views over one collection) implement ``search_batch(requests) -> list[list[Hit] | Exception]``: one
+    and keyword views over one collection) implement :class:`BatchSearch`: ``search_batch(requests)`` gives one
     entry per request, in order, an exception where that leg failed.
 
     Attributes:
