@@ -16,6 +16,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.stores.fts5 import sql as fts5_sql
 from rrf_retriever.stores.fts5.sql import fts_token, scope_sql, split_by_idf
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
@@ -293,7 +294,7 @@ def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path: Path) -> None:
 
 def test_filter_sql_binds_keys_and_values() -> None:
     store = FTS5KeywordStore()
-    sql, params = scope_sql({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}, frozenset({"id'"}))
+    sql, params = scope_sql(normalize_filter({"my-key": ("x'; DROP TABLE rrf_docs; --", 3, True)}), frozenset({"id'"}))
     assert "DROP" not in sql and "my-key" not in sql and "id'" not in sql
     assert "my-key" in params and any("DROP TABLE" in str(p) for p in params)
     store.add(["a"], ["text"], [{"my-key": "x'; DROP TABLE rrf_docs; --"}])
