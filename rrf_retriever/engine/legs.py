@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from rrf_retriever.errors import InvalidTypeError
+from rrf_retriever.scope.parse import Scope
 from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore
 from rrf_retriever.types import Hit, Record
@@ -135,10 +136,10 @@ class KeywordLeg(StoreLeg):
     kind = "keyword"
 
     def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return ties_by_id(self.store.search(query, limit, flt, exclude_ids))
+        return ties_by_id(self.store.search(query, limit, Scope(flt, frozenset(exclude_ids))))
 
     async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return ties_by_id(await self.store.asearch(query, limit, flt, exclude_ids))
+        return ties_by_id(await self.store.asearch(query, limit, Scope(flt, frozenset(exclude_ids))))
 
     def sits_out(self, query: str) -> str | None:
         analyzer = self.store.analyzer
@@ -160,10 +161,10 @@ class DenseLeg(StoreLeg):
         self.embedding = store.embedding
 
     def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return ties_by_id(self.store.search(vector, limit, flt, exclude_ids))
+        return ties_by_id(self.store.search(vector, limit, Scope(flt, frozenset(exclude_ids))))
 
     async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        return ties_by_id(await self.store.asearch(vector, limit, flt, exclude_ids))
+        return ties_by_id(await self.store.asearch(vector, limit, Scope(flt, frozenset(exclude_ids))))
 
     def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
         self.store.add(ids, texts, metadatas, vectors=vectors)

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, cast
 from rrf_retriever.engine.legs import Leg, StoreLeg, ties_by_id
 from rrf_retriever.engine.query import Embedded, LegOutcome, Query
 from rrf_retriever.errors import EmbeddingError
+from rrf_retriever.scope.parse import Scope
 from rrf_retriever.stores.base import BatchSearch, SearchRequest
 from rrf_retriever.types import Hit
 
@@ -119,7 +120,7 @@ def _plan_batches(
 def _requests(q: Query, members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[SearchRequest]:
     return [
         SearchRequest(leg.kind, q.text, None if leg.embedding is None else vectors[id(leg.embedding)], q.fetch_k,
-                      q.flt, q.excl)
+                      Scope(q.flt, q.excl))
         for _, leg in members
     ]
 

@@ -358,7 +358,7 @@ def normalize_scope(
         Scope(filter=Match(key='s', values=(1,)), exclude_ids=frozenset({'x'}))
     """
     if isinstance(filter, Scope):
-        if exclude_ids is not None:
+        if exclude_ids:  # an empty list beside it is no second list
             msg = "exclude_ids cannot be given beside a Scope: it holds its own"
             raise InvalidArgumentError(msg)
         return filter
