@@ -4,8 +4,8 @@ With both installed it is a ``langchain_core.retrievers.BaseRetriever`` (``invok
 ``as_tool``) AND a ``llama_index.core.retrievers.BaseRetriever`` (``retrieve``, ``aretrieve``, query engines) over
 the framework-neutral :class:`~rrf_retriever.engine.HybridEngine`. With one installed
 (``pip install 'rrf-retriever[langchain]'`` or ``[llama-index]``) it is that framework's retriever
-(:class:`~rrf_retriever.frameworks.langchain.LangChainRRFRetriever` or
-:class:`~rrf_retriever.frameworks.llama_index.LlamaIndexRRFRetriever`, importable directly too: a LangChain user
+(:class:`~rrf_retriever.langchain.retriever.LangChainRRFRetriever` or
+:class:`~rrf_retriever.llama_index.retriever.LlamaIndexRRFRetriever`, importable directly too: a LangChain user
 who has LlamaIndex installed skips its import cost that way).
 
 Four things make the double inheritance work (each guarded by a test):
@@ -35,7 +35,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from rrf_retriever.errors import MissingDependencyError
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS
+from rrf_retriever.frameworks.core import RRF_METADATA_KEYS
 
 __all__ = ["RRF_METADATA_KEYS", "EnsembleRRFRetriever"]
 
@@ -54,8 +54,8 @@ if _LANGCHAIN and _LLAMA_INDEX:
     from llama_index.core.base.base_retriever import BaseRetriever as LlamaIndexBaseRetriever
     from pydantic import Field, PrivateAttr
 
-    from rrf_retriever.frameworks.langchain import LangChainRRFRetriever, LangChainSide
-    from rrf_retriever.frameworks.llama_index import LlamaIndexSide
+    from rrf_retriever.langchain.retriever import LangChainRRFRetriever, LangChainSide
+    from rrf_retriever.llama_index.retriever import LlamaIndexSide
 
     class EnsembleRRFRetriever(LangChainRRFRetriever, LlamaIndexSide, LlamaIndexBaseRetriever):  # type: ignore[misc]
         """Hybrid dense + keyword retriever fused by weighted RRF, for LangChain and LlamaIndex alike.
@@ -98,9 +98,9 @@ if _LANGCHAIN and _LLAMA_INDEX:
             return [] if config is not None else {}
 
 elif _LANGCHAIN:
-    from rrf_retriever.frameworks.langchain import LangChainRRFRetriever as EnsembleRRFRetriever
+    from rrf_retriever.langchain.retriever import LangChainRRFRetriever as EnsembleRRFRetriever
 elif _LLAMA_INDEX:
-    from rrf_retriever.frameworks.llama_index import LlamaIndexRRFRetriever as EnsembleRRFRetriever
+    from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever as EnsembleRRFRetriever
 else:
     msg = (
         "EnsembleRRFRetriever needs LangChain or LlamaIndex: pip install 'rrf-retriever[langchain]' or "

@@ -43,7 +43,7 @@ from rrf_retriever.apps.console import (
 from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.frameworks.node_metadata import public_result_dict
+from rrf_retriever.metadata import public_result_dict
 from rrf_retriever.scope.cli_syntax import parse_filter_item
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.validate import check_number
@@ -313,7 +313,7 @@ def search_command(
         stages: dict[str, Any] = {"diversity": diversity, "rerank_k": rerank_k, "dense_paths": paths,
                                   "expand_limit": expand_limit}
         if reranker is not None:
-            from rrf_retriever.frameworks.rerankers import load_reranker
+            from rrf_retriever.langchain.rerankers import load_reranker
 
             stages["reranker"] = load_reranker(reranker)
         engine = open_index(index_dir, **({"links_key": links_key} if links_key else {}))
@@ -463,7 +463,7 @@ def serve_command(
         hosts = [*DEFAULT_ALLOWED_HOSTS, *bound, *(allowed_host or [])]
         loaded = None
         if reranker is not None:
-            from rrf_retriever.frameworks.rerankers import load_reranker
+            from rrf_retriever.langchain.rerankers import load_reranker
 
             loaded = load_reranker(reranker)
         engine = open_index(index_dir)

@@ -4,7 +4,7 @@ Re-exports only. The modules:
 
 * :mod:`~rrf_retriever.embeddings.base`: the :class:`EmbeddingAdapter` protocol, :class:`BaseEmbeddingAdapter`
   (checks, batching, progress, async twins, model errors) and :class:`CallableEmbedding`;
-* :mod:`~rrf_retriever.embeddings.frameworks`: the LangChain / LlamaIndex adapters, :func:`as_embedding` and the
+* :mod:`~rrf_retriever.embeddings.adapters`: the LangChain / LlamaIndex adapters, :func:`as_embedding` and the
   views that expose an adapter as a framework embedding (frameworks imported on first use only);
 * :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
 * :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
@@ -21,6 +21,11 @@ Example:
     8
 """
 
+from rrf_retriever.embeddings.adapters import (
+    LangChainEmbeddingAdapter,
+    LlamaIndexEmbeddingAdapter,
+    as_embedding,
+)
 from rrf_retriever.embeddings.base import (
     PROGRESS_THRESHOLD,
     BaseEmbeddingAdapter,
@@ -28,11 +33,6 @@ from rrf_retriever.embeddings.base import (
     EmbeddingAdapter,
 )
 from rrf_retriever.embeddings.cache import cached_embed_documents
-from rrf_retriever.embeddings.frameworks import (
-    LangChainEmbeddingAdapter,
-    LlamaIndexEmbeddingAdapter,
-    as_embedding,
-)
 from rrf_retriever.embeddings.hashing import HashingEmbedding
 from rrf_retriever.embeddings.minilm import MiniLMEmbedding, default_cache_dir
 

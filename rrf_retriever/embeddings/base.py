@@ -233,13 +233,13 @@ class BaseEmbeddingAdapter:
     # -- framework views (imported lazily: framework types only at the edge) -----------------------------
     def as_langchain(self) -> Any:
         """This model as a LangChain ``Embeddings`` (needs ``langchain-core``, extra ``langchain``)."""
-        from rrf_retriever.embeddings.frameworks import langchain_view
+        from rrf_retriever.embeddings.adapters import langchain_view
 
         return langchain_view(self)
 
     def as_llama_index(self) -> Any:
         """This model as a LlamaIndex ``BaseEmbedding`` (needs llama-index-core, extra ``llama-index``)."""
-        from rrf_retriever.embeddings.frameworks import llama_index_view
+        from rrf_retriever.embeddings.adapters import llama_index_view
 
         return llama_index_view(self)
 

@@ -4,7 +4,7 @@ Importable with only ``langchain-core`` installed (``pip install 'rrf-retriever[
 LlamaIndex, so a LangChain user who has both installed can import this class and skip LlamaIndex's import cost.
 
 Example:
-    >>> from rrf_retriever.frameworks.langchain import LangChainRRFRetriever  # doctest: +SKIP
+    >>> from rrf_retriever.langchain.retriever import LangChainRRFRetriever  # doctest: +SKIP
     >>> from rrf_retriever import HashingEmbedding  # doctest: +SKIP
     >>> r = LangChainRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
     >>> r.invoke("E42", k=1)[0].metadata["rrf_ranks"]  # doctest: +SKIP
@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.errors import missing_dependency
-from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore, content_id, result_metadata
+from rrf_retriever.frameworks.core import FrameworkSide, RetrieverCore, content_id, result_metadata
 from rrf_retriever.types import FusedHit, Hit
 
 try:

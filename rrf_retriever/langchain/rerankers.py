@@ -31,7 +31,7 @@ from typing import Any
 
 from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS, result_metadata
+from rrf_retriever.frameworks.core import RRF_METADATA_KEYS, result_metadata
 from rrf_retriever.types import FusedHit
 
 __all__ = ["CompressorReranker", "PostprocessorReranker", "as_reranker", "load_reranker"]

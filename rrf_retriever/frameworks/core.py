@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.frameworks.node_metadata import public_metadata
 from rrf_retriever.index.directory import (
     DEFAULT_KEYWORD_STORE,
     JOURNAL_FILE,
@@ -33,6 +32,7 @@ from rrf_retriever.index.directory import (
     refresh_manifest,
     with_saved_settings,
 )
+from rrf_retriever.metadata import public_metadata
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_mapping, check_top_k
 
@@ -53,7 +53,7 @@ _WEIGHTS_ARE = "source name to weight"
 
 def result_metadata(hit: FusedHit) -> dict[str, Any]:
     """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
-    bookkeeping keys of a node-written document hidden (:mod:`~rrf_retriever.frameworks.node_metadata`:
+    bookkeeping keys of a node-written document hidden (:mod:`~rrf_retriever.metadata`:
     ``ref_doc_id`` stays, ``_node_content`` goes)."""
     metadata = public_metadata(hit.metadata, hit.id)
     metadata["rrf_score"] = hit.score
@@ -120,14 +120,14 @@ class FrameworkSide:
 
 def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Refuse an unknown search argument (a typo never silently does nothing); a LlamaIndex ``MetadataFilters``
-    given as ``filter`` becomes our filter tree here, at the edge (:mod:`~rrf_retriever.frameworks.filters`)."""
+    given as ``filter`` becomes our filter tree here, at the edge (:mod:`~rrf_retriever.llama_index.filters`)."""
     unknown = sorted(set(kwargs) - SEARCH_KWARGS)
     if unknown:
         msg = f"unknown search argument(s) {unknown}; accepted: {sorted(SEARCH_KWARGS)} (rrf_k is a setting)"
         raise InvalidArgumentError(msg)
     out = dict(kwargs)
     if out.get("filter") is not None:
-        from rrf_retriever.frameworks.filters import as_filter
+        from rrf_retriever.llama_index.filters import as_filter
 
         out["filter"] = as_filter(out["filter"])
     return out
@@ -443,7 +443,7 @@ class RetrieverCore:
         if weights:
             changes["weights"] = weights
         if changes.get("reranker") is not None:  # a LangChain compressor / LlamaIndex postprocessor: converted here
-            from rrf_retriever.frameworks.rerankers import as_reranker
+            from rrf_retriever.langchain.rerankers import as_reranker
 
             changes["reranker"] = as_reranker(changes["reranker"])
         return self.engine.update_settings(**changes)  # type: ignore[attr-defined]
@@ -497,7 +497,7 @@ class RetrieverCore:
     def _search_args(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]
         if merged.get("reranker") is not None:  # a framework reranker becomes the engine's shape at the edge
-            from rrf_retriever.frameworks.rerankers import as_reranker
+            from rrf_retriever.langchain.rerankers import as_reranker
 
             merged["reranker"] = as_reranker(merged["reranker"])
         top_k = resolve_top_k(merged.pop("top_k", None), merged.pop("k", None))

@@ -4,14 +4,14 @@ Importable with only ``llama-index-core`` installed (``pip install 'rrf-retrieve
 LangChain.
 
 Example:
-    >>> from rrf_retriever.frameworks.llama_index import LlamaIndexRRFRetriever  # doctest: +SKIP
+    >>> from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever  # doctest: +SKIP
     >>> from rrf_retriever import HashingEmbedding  # doctest: +SKIP
     >>> r = LlamaIndexRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
     >>> r.retrieve("E42")[0].node.metadata["rrf_ranks"]  # doctest: +SKIP
     {'keyword': 1, 'dense': 2}
 
 Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
-templates; see :mod:`rrf_retriever.frameworks.nodes`): ``insert_nodes(nodes)`` upserts by node id,
+templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` upserts by node id,
 ``delete_ref_doc(ref_doc_id)`` removes every chunk of a source document from every store.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.errors import RRFRetrieverError, missing_dependency
-from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore
-from rrf_retriever.frameworks.node_metadata import REF_DOC_ID_KEY
-from rrf_retriever.frameworks.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.frameworks.core import FrameworkSide, RetrieverCore
+from rrf_retriever.llama_index.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.metadata import REF_DOC_ID_KEY
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import check_id
 

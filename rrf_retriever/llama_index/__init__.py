@@ -1,0 +1,1 @@
+"""llama_index."""
