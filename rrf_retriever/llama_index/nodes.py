@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.frameworks.core import RRF_METADATA_KEYS, result_metadata
+from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, result_metadata
 from rrf_retriever.metadata import NODE_CONTENT_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
 from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import check_id
@@ -44,7 +44,7 @@ try:
     from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, TextNode
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_dependency("llama-index-core", "llama-index", "the LlamaIndex retriever") from exc
+    raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
 __all__ = ["node_batch", "node_record", "stored_node", "to_node_with_score"]
 
