@@ -1,11 +1,12 @@
-"""Embeddings: adapters for LangChain, LlamaIndex and plain callables, and the offline MiniLM.
+"""Embeddings: adapters for plain callables and for LangChain / LlamaIndex models, and the offline MiniLM.
 
-Re-exports only. The modules:
+Re-exports only; framework-free (models are recognised by their methods; the views exposing an adapter as a
+framework's embedding live in :mod:`rrf_retriever.langchain` and :mod:`rrf_retriever.llama_index`). The modules:
 
 * :mod:`~rrf_retriever.embeddings.base`: the :class:`EmbeddingAdapter` protocol, :class:`BaseEmbeddingAdapter`
   (checks, batching, progress, async twins, model errors) and :class:`CallableEmbedding`;
-* :mod:`~rrf_retriever.embeddings.adapters`: the LangChain / LlamaIndex adapters, :func:`as_embedding` and the
-  views that expose an adapter as a framework embedding (frameworks imported on first use only);
+* :mod:`~rrf_retriever.embeddings.adapters`: :func:`as_embedding` and the adapters over models with LangChain's or
+  LlamaIndex's embedding methods (duck typed: no framework import);
 * :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
 * :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
   over the graph :mod:`~rrf_retriever.embeddings._onnx` builds (or its int8 quantisation,

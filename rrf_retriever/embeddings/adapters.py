@@ -1,17 +1,16 @@
-"""The framework edge: LangChain and LlamaIndex models as adapters, and adapters as framework models.
+"""What users already have as an embedding model, made an adapter: :func:`as_embedding`.
 
-:func:`as_embedding` turns what users already have into an adapter:
+It takes
 
 * a LangChain ``Embeddings`` (``embed_documents`` / ``embed_query``, native async when it has it),
 * a LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` / ``get_query_embedding``),
 * a plain callable ``list[str] -> list[list[float]]``,
-* an adapter (returned as is).
+* an adapter (returned as is), or one of our framework views over an adapter (``rrf_adapter``: unwrapped).
 
-The other way round, :func:`langchain_view` and :func:`llama_index_view` (behind
-``BaseEmbeddingAdapter.as_langchain()`` / ``as_llama_index()``) expose an adapter as a framework embedding.
-
-Importing this module never imports a framework: models are recognised by their methods (duck typing), and the
-view classes are built on first use.
+Framework-free: models are recognised by their methods (duck typing), so any object with LangChain's or
+LlamaIndex's embedding methods works, with either framework installed or neither. The other way round (an adapter
+as a framework's embedding) is each framework package's: :class:`rrf_retriever.langchain.RRFLangChainEmbeddings`,
+:class:`rrf_retriever.llama_index.RRFLlamaIndexEmbedding`.
 
 Example:
     >>> emb = as_embedding(lambda texts: [[1.0, 0.0] for _ in texts])
@@ -25,15 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, CallableEmbedding
-from rrf_retriever.errors import InvalidTypeError, missing_dependency
+from rrf_retriever.errors import InvalidTypeError
 
-__all__ = [
-    "LangChainEmbeddingAdapter",
-    "LlamaIndexEmbeddingAdapter",
-    "as_embedding",
-    "langchain_view",
-    "llama_index_view",
-]
+__all__ = ["LangChainEmbeddingAdapter", "LlamaIndexEmbeddingAdapter", "as_embedding"]
 
 
 class LangChainEmbeddingAdapter(BaseEmbeddingAdapter):
@@ -91,7 +84,7 @@ def as_embedding(obj: Any) -> BaseEmbeddingAdapter:
     if isinstance(obj, BaseEmbeddingAdapter):
         return obj
     # Our own views wrap an adapter: unwrap instead of stacking a second layer of checks.
-    inner = getattr(obj, "_rrf_adapter", None)
+    inner = getattr(obj, "rrf_adapter", None)
     if isinstance(inner, BaseEmbeddingAdapter):
         return inner
     # LlamaIndex first: a BaseEmbedding has no embed_documents, but test for its own methods explicitly.
@@ -108,95 +101,3 @@ def as_embedding(obj: Any) -> BaseEmbeddingAdapter:
         f"list[str] -> list[list[float]] or an EmbeddingAdapter, not {type(obj).__name__}"
     )
     raise InvalidTypeError(msg)
-
-
-# --------------------------------------------------------------------------------------------------------
-# Views: an adapter as a framework embedding. Built on first use so importing this module imports no framework.
-# --------------------------------------------------------------------------------------------------------
-_VIEW_CLASSES: dict[str, type] = {}
-
-
-def langchain_view(adapter: BaseEmbeddingAdapter) -> Any:
-    """``adapter`` as a LangChain ``Embeddings`` (the class behind ``adapter.as_langchain()``).
-
-    Raises:
-        MissingDependencyError: ``langchain-core`` is not installed (extra ``langchain``).
-    """
-    cls = _VIEW_CLASSES.get("langchain")
-    if cls is None:
-        try:
-            from langchain_core.embeddings import Embeddings
-        except ImportError as exc:
-            raise missing_dependency("langchain-core", "langchain", "as_langchain()") from exc
-
-        class RRFLangChainEmbeddings(Embeddings):
-            """A LangChain ``Embeddings`` over an rrf-retriever embedding adapter."""
-
-            def __init__(self, inner: BaseEmbeddingAdapter) -> None:
-                self._rrf_adapter = inner
-
-            def embed_documents(self, texts: list[str]) -> list[list[float]]:
-                return self._rrf_adapter.embed_documents(texts)
-
-            def embed_query(self, text: str) -> list[float]:
-                return self._rrf_adapter.embed_query(text)
-
-            async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-                return await self._rrf_adapter.aembed_documents(texts)
-
-            async def aembed_query(self, text: str) -> list[float]:
-                return await self._rrf_adapter.aembed_query(text)
-
-        cls = _VIEW_CLASSES["langchain"] = RRFLangChainEmbeddings
-    return cls(adapter)
-
-
-def llama_index_view(adapter: BaseEmbeddingAdapter) -> Any:
-    """``adapter`` as a LlamaIndex ``BaseEmbedding`` (the class behind ``adapter.as_llama_index()``).
-
-    Raises:
-        MissingDependencyError: ``llama-index-core`` is not installed (extra ``llama-index``).
-    """
-    cls = _VIEW_CLASSES.get("llama_index")
-    if cls is None:
-        try:
-            from llama_index.core.base.embeddings.base import BaseEmbedding
-            from pydantic import PrivateAttr
-        except ImportError as exc:
-            raise missing_dependency("llama-index-core", "llama-index", "as_llama_index()") from exc
-
-        class RRFLlamaIndexEmbedding(BaseEmbedding):  # type: ignore[misc]
-            """A LlamaIndex ``BaseEmbedding`` over an rrf-retriever embedding adapter."""
-
-            _rrf_adapter: Any = PrivateAttr()
-
-            def __init__(self, inner: BaseEmbeddingAdapter, **kwargs: Any) -> None:
-                kwargs.setdefault("model_name", inner.model_id)
-                kwargs.setdefault("embed_batch_size", max(1, min(inner.batch_size, 2048)))
-                super().__init__(**kwargs)
-                self._rrf_adapter = inner
-
-            @classmethod
-            def class_name(cls) -> str:
-                return "RRFLlamaIndexEmbedding"
-
-            def _get_query_embedding(self, query: str) -> list[float]:
-                return self._rrf_adapter.embed_query(query)
-
-            def _get_text_embedding(self, text: str) -> list[float]:
-                return self._rrf_adapter.embed_documents([text])[0]
-
-            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-                return self._rrf_adapter.embed_documents(texts)
-
-            async def _aget_query_embedding(self, query: str) -> list[float]:
-                return await self._rrf_adapter.aembed_query(query)
-
-            async def _aget_text_embedding(self, text: str) -> list[float]:
-                return (await self._rrf_adapter.aembed_documents([text]))[0]
-
-            async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-                return await self._rrf_adapter.aembed_documents(texts)
-
-        cls = _VIEW_CLASSES["llama_index"] = RRFLlamaIndexEmbedding
-    return cls(adapter)

@@ -1,11 +1,12 @@
 """The LlamaIndex edge: the hybrid retriever as a LlamaIndex ``BaseRetriever`` (nodes kept whole), LlamaIndex
-``MetadataFilters`` as our filters and postprocessors as rerankers.
+``MetadataFilters`` as our filters, postprocessors as rerankers, and our embedding models as a LlamaIndex
+``BaseEmbedding``.
 
 Needs ``llama-index-core`` (``pip install 'rrf-retriever[llama-index]'``) and never imports LangChain. Re-exports
 only, from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
-:mod:`~rrf_retriever.llama_index.filters` and :mod:`~rrf_retriever.llama_index.rerankers`.
-``rrf_retriever.EnsembleRRFRetriever`` is this retriever when LlamaIndex is the only framework installed, and with
-LangChain too it is both frameworks' retriever at once.
+:mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers` and
+:mod:`~rrf_retriever.llama_index.embeddings`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
+LlamaIndex is the only framework installed, and with LangChain too it is both frameworks' retriever at once.
 
 Example:
     >>> from rrf_retriever import FTS5KeywordStore
@@ -17,6 +18,7 @@ Example:
     [('e42', {'keyword': 1})]
 """
 
+from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
 from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import to_node_with_score
 from rrf_retriever.llama_index.rerankers import PostprocessorReranker
@@ -25,6 +27,7 @@ from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetri
 __all__ = [
     "LlamaIndexRRFRetriever",
     "PostprocessorReranker",
+    "RRFLlamaIndexEmbedding",
     "RRFRetrievalTraceEvent",
     "from_llama_index",
     "to_node_with_score",
