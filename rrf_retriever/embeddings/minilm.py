@@ -250,7 +250,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             raise DimensionMismatchError(msg)
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
+    def _embed_batch(self, texts: list[str]) -> Any:  # a float32 array: the base checks it as it checks lists
         return self._encode(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
