@@ -2,8 +2,9 @@
 service) see of it.
 
 Framework-neutral (no framework import), so the LangChain side, the command line and the HTTP service can hide
-LlamaIndex's bookkeeping without importing LlamaIndex. The layout is LlamaIndex's own (``llama_index.core.vector_stores.utils.node_to_metadata_dict``, the one
-every LlamaIndex vector store writes, Qdrant's included): the user's metadata keys, plus
+LlamaIndex's bookkeeping without importing LlamaIndex. The layout is LlamaIndex's own
+(``llama_index.core.vector_stores.utils.node_to_metadata_dict``, the one every LlamaIndex vector store writes,
+Qdrant's included): the user's metadata keys, plus
 
 * ``_node_content``: the node as JSON (id, metadata, relationships, excluded keys, templates; text and embedding
   left out: the text is stored as the document's text, the embedding as its vector);
