@@ -4,8 +4,8 @@ With both installed it is a ``langchain_core.retrievers.BaseRetriever`` (``invok
 ``as_tool``) AND a ``llama_index.core.retrievers.BaseRetriever`` (``retrieve``, ``aretrieve``, query engines) over
 the framework-neutral :class:`~rrf_retriever.engine.HybridEngine`. With one installed
 (``pip install 'rrf-retriever[langchain]'`` or ``[llama-index]``) it is that framework's retriever
-(:class:`~rrf_retriever.frameworks.langchain.LangChainRRFRetriever` or
-:class:`~rrf_retriever.frameworks.llama_index.LlamaIndexRRFRetriever`, importable directly too: a LangChain user
+(:class:`rrf_retriever.langchain.LangChainRRFRetriever` or
+:class:`rrf_retriever.llama_index.LlamaIndexRRFRetriever`, importable directly too: a LangChain user
 who has LlamaIndex installed skips its import cost that way).
 
 Four things make the double inheritance work (each guarded by a test):
@@ -35,9 +35,8 @@ from importlib.util import find_spec
 from typing import Any
 
 from rrf_retriever.errors import MissingDependencyError
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS
 
-__all__ = ["RRF_METADATA_KEYS", "EnsembleRRFRetriever"]
+__all__ = ["EnsembleRRFRetriever"]
 
 
 def _installed(module: str) -> bool:
@@ -51,13 +50,12 @@ _LANGCHAIN = _installed("langchain_core")
 _LLAMA_INDEX = _installed("llama_index.core")
 
 if _LANGCHAIN and _LLAMA_INDEX:
-    from llama_index.core.base.base_retriever import BaseRetriever as LlamaIndexBaseRetriever
     from pydantic import Field, PrivateAttr
 
-    from rrf_retriever.frameworks.langchain import LangChainRRFRetriever, LangChainSide
-    from rrf_retriever.frameworks.llama_index import LlamaIndexSide
+    from rrf_retriever.langchain.retriever import LangChainRRFRetriever, LangChainSide
+    from rrf_retriever.llama_index.retriever import LlamaIndexSide  # a LlamaIndex BaseRetriever
 
-    class EnsembleRRFRetriever(LangChainRRFRetriever, LlamaIndexSide, LlamaIndexBaseRetriever):  # type: ignore[misc]
+    class EnsembleRRFRetriever(LangChainRRFRetriever, LlamaIndexSide):
         """Hybrid dense + keyword retriever fused by weighted RRF, for LangChain and LlamaIndex alike.
 
         Args:
@@ -93,14 +91,18 @@ if _LANGCHAIN and _LLAMA_INDEX:
         object_map: dict[str, Any] = Field(default_factory=dict, exclude=True)
         _verbose: bool = PrivateAttr(default=False)
 
-        def get_prompts(self, config: Any = None) -> Any:  # type: ignore[override]
+        def get_prompts(self, config: Any = None) -> Any:
             """No prompts: ``[]`` for LangChain (called with a config), ``{}`` for LlamaIndex (called without)."""
             return [] if config is not None else {}
 
 elif _LANGCHAIN:
-    from rrf_retriever.frameworks.langchain import LangChainRRFRetriever as EnsembleRRFRetriever
+    from rrf_retriever.langchain.retriever import (  # type: ignore[assignment]  # one name, per install
+        LangChainRRFRetriever as EnsembleRRFRetriever,
+    )
 elif _LLAMA_INDEX:
-    from rrf_retriever.frameworks.llama_index import LlamaIndexRRFRetriever as EnsembleRRFRetriever
+    from rrf_retriever.llama_index.retriever import (  # type: ignore[assignment]  # one name, per install
+        LlamaIndexRRFRetriever as EnsembleRRFRetriever,
+    )
 else:
     msg = (
         "EnsembleRRFRetriever needs LangChain or LlamaIndex: pip install 'rrf-retriever[langchain]' or "

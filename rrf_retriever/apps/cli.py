@@ -45,7 +45,7 @@ from rrf_retriever.apps.console import (
 from rrf_retriever.apps.tune_command import register_tune_command
 from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.frameworks.node_metadata import public_result_dict
+from rrf_retriever.metadata import public_result_dict
 
 __all__ = ["app", "iter_documents", "main", "parse_dense_paths", "parse_filters"]
 
@@ -200,8 +200,9 @@ def search_command(
         help="MMR over the candidates' stored vectors: the lambda (1 = the fused order, lower = more diverse)."),
     reranker: str | None = typer.Option(
         None, "--reranker", metavar="MODULE:ATTR",
-        help="A reranker to import: a callable (query, texts) -> scores, a LangChain BaseDocumentCompressor or a "
-             "LlamaIndex BaseNodePostprocessor (a class is built with no arguments)."),
+        help="A reranker to import: a callable (query, texts) -> scores or an object with rerank_hits (a class is "
+             "built with no arguments; a LangChain compressor or LlamaIndex postprocessor wrapped in "
+             "rrf_retriever.langchain.CompressorReranker / rrf_retriever.llama_index.PostprocessorReranker)."),
     rerank_k: int | None = typer.Option(None, "--rerank-k", help="Candidates the reranker sees (default "
                                                                   "max(2 * top-k, 20))."),
     dense_path: list[str] | None = typer.Option(
@@ -227,7 +228,7 @@ def search_command(
             raise UsageError(msg)
         loaded = None
         if reranker is not None:
-            from rrf_retriever.frameworks.rerankers import load_reranker
+            from rrf_retriever.apps.rerankers import load_reranker
 
             loaded = load_reranker(reranker)
         options = search_options(
@@ -363,8 +364,8 @@ def serve_command(
                                         help="Largest request body in bytes (default 1 MiB); larger is a 413."),
     reranker: str | None = typer.Option(
         None, "--reranker", metavar="MODULE:ATTR",
-        help="Rerank every search with this (a callable (query, texts) -> scores, a LangChain compressor or a "
-             "LlamaIndex postprocessor); requests turn it off with \"rerank\": false. Requests cannot name code."),
+        help="Rerank every search with this (a callable (query, texts) -> scores or an object with rerank_hits, "
+             "as for search --reranker); requests turn it off with \"rerank\": false. Requests cannot name code."),
 ) -> None:
     """Serve /settings, /search (GET and POST), /documents (POST, DELETE) and /health over an index (extra: server)."""
     from rrf_retriever.index.directory import open_index
@@ -382,7 +383,7 @@ def serve_command(
         hosts = [*DEFAULT_ALLOWED_HOSTS, *bound, *(allowed_host or [])]
         loaded = None
         if reranker is not None:
-            from rrf_retriever.frameworks.rerankers import load_reranker
+            from rrf_retriever.apps.rerankers import load_reranker
 
             loaded = load_reranker(reranker)
         engine = open_index(index_dir)

@@ -101,7 +101,7 @@ from rrf_retriever.apps.service_models import (
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
-from rrf_retriever.frameworks.node_metadata import public_result_dict
+from rrf_retriever.metadata import public_result_dict
 from rrf_retriever.scope.cli_syntax import parse_filter_values
 
 __all__ = [

@@ -1,15 +1,16 @@
-"""Embeddings: adapters for LangChain, LlamaIndex and plain callables, and the offline MiniLM.
+"""Embeddings: adapters for plain callables and for LangChain / LlamaIndex models, and the offline MiniLM.
 
-Re-exports only. The modules:
+Re-exports only; framework-free (models are recognised by their methods; the views exposing an adapter as a
+framework's embedding live in :mod:`rrf_retriever.langchain` and :mod:`rrf_retriever.llama_index`). The modules:
 
 * :mod:`~rrf_retriever.embeddings.base`: the :class:`EmbeddingAdapter` protocol, :class:`BaseEmbeddingAdapter`
   (checks, batching, progress, async twins, model errors) and :class:`CallableEmbedding`;
-* :mod:`~rrf_retriever.embeddings.frameworks`: the LangChain / LlamaIndex adapters, :func:`as_embedding` and the
-  views that expose an adapter as a framework embedding (frameworks imported on first use only);
+* :mod:`~rrf_retriever.embeddings.adapters`: :func:`as_embedding` and the adapters over models with LangChain's or
+  LlamaIndex's embedding methods (duck typed: no framework import);
 * :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
 * :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
   over the graph :mod:`~rrf_retriever.embeddings.onnx_graph` builds (or its int8 quantisation,
-  :mod:`~rrf_retriever.embeddings.int8`, with ``precision="int8"``);
+  :mod:`~rrf_retriever.embeddings.int8_graph`, with ``precision="int8"``);
 * :mod:`~rrf_retriever.embeddings.cache`: :func:`cached_embed_documents`.
 
 Example:
@@ -21,6 +22,11 @@ Example:
     8
 """
 
+from rrf_retriever.embeddings.adapters import (
+    LangChainEmbeddingAdapter,
+    LlamaIndexEmbeddingAdapter,
+    as_embedding,
+)
 from rrf_retriever.embeddings.base import (
     PROGRESS_THRESHOLD,
     BaseEmbeddingAdapter,
@@ -28,11 +34,6 @@ from rrf_retriever.embeddings.base import (
     EmbeddingAdapter,
 )
 from rrf_retriever.embeddings.cache import cached_embed_documents
-from rrf_retriever.embeddings.frameworks import (
-    LangChainEmbeddingAdapter,
-    LlamaIndexEmbeddingAdapter,
-    as_embedding,
-)
 from rrf_retriever.embeddings.hashing import HashingEmbedding
 from rrf_retriever.embeddings.minilm import MiniLMEmbedding, default_cache_dir
 

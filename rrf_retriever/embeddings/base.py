@@ -230,18 +230,21 @@ class BaseEmbeddingAdapter:
             raw = await self._aembed_one_query(query)
         return self._check_vectors([raw], 1)[0]
 
-    # -- framework views (imported lazily: framework types only at the edge) -----------------------------
+    # -- framework views: the classes live in the framework packages (framework imports only there), imported
+    # on first use so that importing this module loads no framework ----------------------------------------
     def as_langchain(self) -> Any:
-        """This model as a LangChain ``Embeddings`` (needs ``langchain-core``, extra ``langchain``)."""
-        from rrf_retriever.embeddings.frameworks import langchain_view
+        """This model as a LangChain ``Embeddings``: :class:`rrf_retriever.langchain.RRFLangChainEmbeddings`
+        (needs ``langchain-core``, extra ``langchain``)."""
+        from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 
-        return langchain_view(self)
+        return RRFLangChainEmbeddings(self)
 
     def as_llama_index(self) -> Any:
-        """This model as a LlamaIndex ``BaseEmbedding`` (needs llama-index-core, extra ``llama-index``)."""
-        from rrf_retriever.embeddings.frameworks import llama_index_view
+        """This model as a LlamaIndex ``BaseEmbedding``: :class:`rrf_retriever.llama_index.RRFLlamaIndexEmbedding`
+        (needs ``llama-index-core``, extra ``llama-index``)."""
+        from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
 
-        return llama_index_view(self)
+        return RRFLlamaIndexEmbedding(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, dimension={self.dimension})"
@@ -262,7 +265,7 @@ class CallableEmbedding(BaseEmbeddingAdapter):
         self._fn = fn
         # A coroutine function, or an object whose __call__ is one.
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-        self.model_id = model_id or getattr(fn, "__name__", type(fn).__name__)
+        self.model_id = model_id or str(getattr(fn, "__name__", type(fn).__name__))
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
         if self._is_async:

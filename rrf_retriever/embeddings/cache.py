@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rrf_retriever.embeddings.adapters import as_embedding
 from rrf_retriever.embeddings.base import check_texts
-from rrf_retriever.embeddings.frameworks import as_embedding
 
 if TYPE_CHECKING:
     import numpy as np

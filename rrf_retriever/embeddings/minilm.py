@@ -163,7 +163,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from rrf_retriever.embeddings.int8 import build_or_load_int8
+        from rrf_retriever.embeddings.int8_graph import build_or_load_int8
         from rrf_retriever.embeddings.onnx_graph import build_or_load
 
         cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -250,7 +250,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             raise DimensionMismatchError(msg)
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Any:  # an (n, 384) array, which the base takes as a sequence
+    def _embed_batch(self, texts: list[str]) -> Any:  # a float32 array: the base checks it as it checks lists
         return self._encode(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:

@@ -47,7 +47,7 @@ def build_graph(model_dir: Path, *, fused: bool = False) -> Any:
     layer with onnxruntime's contrib ops (``com.microsoft``: ``Attention``, ``SkipLayerNormalization``,
     ``BiasGelu``): the same function (equal within ~2e-7), no faster in fp32 here, but the form the int8
     quantiser turns into ``QAttention`` and that leaves few fp32 element-wise ops beside the int8 matrix products
-    (:mod:`rrf_retriever.embeddings.int8`).
+    (:mod:`rrf_retriever.embeddings.int8_graph`).
 
     Raises:
         ImportError: ``onnx``, ``numpy`` or ``safetensors`` is missing.

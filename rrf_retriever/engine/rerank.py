@@ -8,7 +8,7 @@ The engine knows two shapes, nothing of any framework:
 * an object with ``rerank_hits(query: str, hits: Sequence[FusedHit]) -> Sequence[tuple[str, float]]``
   (:class:`HitReranker`): the ids it keeps, best first, with a score each; an id it leaves out is dropped.
   LangChain ``BaseDocumentCompressor`` s and LlamaIndex ``BaseNodePostprocessor`` s become one of these at the edge
-  (:func:`rrf_retriever.frameworks.rerankers.as_reranker`).
+  (:class:`rrf_retriever.langchain.CompressorReranker`, :class:`rrf_retriever.llama_index.PostprocessorReranker`).
 
 Example:
     >>> from rrf_retriever.types import FusedHit
@@ -64,7 +64,8 @@ def check_reranker(reranker: object) -> Any:
     msg = (
         f"reranker must be a callable (query, texts) -> scores or an object with rerank_hits(query, hits), not "
         f"{type(reranker).__name__}; a LangChain BaseDocumentCompressor or a LlamaIndex BaseNodePostprocessor is "
-        "accepted by the retriever, or wrap it with rrf_retriever.frameworks.rerankers.as_reranker"
+        "accepted by the retriever, or wrap it in rrf_retriever.langchain.CompressorReranker / "
+        "rrf_retriever.llama_index.PostprocessorReranker"
     )
     raise InvalidTypeError(msg)
 

@@ -152,7 +152,7 @@ def open_stores(
             the collection, the embedder or its dimension, or the analyzer differs from the index's.
         StoreLockedError: a store is open elsewhere (in this or another process).
     """
-    from rrf_retriever.embeddings.frameworks import as_embedding
+    from rrf_retriever.embeddings.adapters import as_embedding
 
     root = Path(path)
     adapter = as_embedding(embedding)

@@ -96,7 +96,7 @@ def embedder_spec(embedding: Any) -> str | None:
         ('hashing:16', None)
     """
     from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding
-    from rrf_retriever.embeddings.frameworks import as_embedding
+    from rrf_retriever.embeddings.adapters import as_embedding
 
     try:
         adapter = as_embedding(embedding)
@@ -119,7 +119,7 @@ def describe_embedding(embedding: Any) -> dict[str, Any]:
         >>> describe_embedding(HashingEmbedding(8))["dimension"]
         8
     """
-    from rrf_retriever.embeddings.frameworks import as_embedding
+    from rrf_retriever.embeddings.adapters import as_embedding
 
     adapter = as_embedding(embedding)
     inner = getattr(adapter, "model", None) or getattr(adapter, "fn", None)

@@ -19,7 +19,7 @@ from integrations import llamaindex_query_engine
 from integrations._corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.frameworks.llama_index import RRFRetrievalTraceEvent
+from rrf_retriever.llama_index.retriever import RRFRetrievalTraceEvent
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 
 from rrf_retriever import EnsembleRRFRetriever, InvalidFilterError
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.frameworks.filters import from_llama_index
+from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, Not, Range, matches
 
 META = {

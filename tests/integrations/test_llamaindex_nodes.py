@@ -31,9 +31,9 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS
-from rrf_retriever.frameworks.node_metadata import public_metadata, public_result_dict
-from rrf_retriever.frameworks.nodes import node_record, stored_node
+from rrf_retriever.frameworks.results import RRF_METADATA_KEYS
+from rrf_retriever.llama_index.nodes import node_record, stored_node
+from rrf_retriever.metadata import public_metadata, public_result_dict
 from rrf_retriever.validate import MAX_METADATA_DEPTH
 
 R = NodeRelationship

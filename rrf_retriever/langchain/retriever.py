@@ -1,10 +1,11 @@
-"""The LangChain side: ``Document`` conversion, LangChain retrievers as legs, and :class:`LangChainRRFRetriever`.
+"""The LangChain side: ``Document`` conversion, LangChain retrievers as legs, compressors as rerankers, and
+:class:`LangChainRRFRetriever`.
 
 Importable with only ``langchain-core`` installed (``pip install 'rrf-retriever[langchain]'``); it never imports
 LlamaIndex, so a LangChain user who has both installed can import this class and skip LlamaIndex's import cost.
 
 Example:
-    >>> from rrf_retriever.frameworks.langchain import LangChainRRFRetriever  # doctest: +SKIP
+    >>> from rrf_retriever.langchain import LangChainRRFRetriever  # doctest: +SKIP
     >>> from rrf_retriever import HashingEmbedding  # doctest: +SKIP
     >>> r = LangChainRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
     >>> r.invoke("E42", k=1)[0].metadata["rrf_ranks"]  # doctest: +SKIP
@@ -16,8 +17,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
+from rrf_retriever.engine.rerank import HitReranker
 from rrf_retriever.errors import missing_dependency
-from rrf_retriever.frameworks.base import FrameworkSide, RetrieverCore, content_id, result_metadata
+from rrf_retriever.frameworks.core import RetrieverCore
+from rrf_retriever.frameworks.results import content_id, result_metadata
+from rrf_retriever.frameworks.sides import FrameworkSide
+from rrf_retriever.langchain.rerankers import as_compressor_reranker
 from rrf_retriever.types import FusedHit, Hit
 
 try:
@@ -27,7 +32,7 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict, Field
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_dependency("langchain-core", "langchain", "the LangChain retriever") from exc
+    raise missing_dependency("langchain-core", "langchain", "rrf_retriever.langchain") from exc
 
 __all__ = ["TRACE_EVENT", "LangChainRRFRetriever", "LangChainSide", "to_langchain_document"]
 
@@ -72,16 +77,21 @@ class LangChainSide(FrameworkSide):
             return doc.id, doc.page_content, dict(doc.metadata)
         return None
 
+    @staticmethod
+    def reranker_for(reranker: Any) -> HitReranker | None:
+        return as_compressor_reranker(reranker)
+
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
-        BaseRetriever.__init__(self, engine=engine, search_kwargs=search_kwargs, **kwargs)  # type: ignore[arg-type]
+        fields = {"engine": engine, "search_kwargs": search_kwargs, **kwargs}
+        BaseRetriever.__init__(self, **fields)  # type: ignore[arg-type]  # self: the concrete class, a BaseRetriever
 
     def _side_kwargs(self) -> dict[str, Any]:
-        return {"tags": self.tags, "metadata": self.metadata, "name": self.name}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.framework_kwargs}  # BaseRetriever's fields
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = self.search(query, **kwargs)  # type: ignore[attr-defined]
+        result = self.search(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's, first in the bases
         handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
                      result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
                      metadata=run_manager.metadata)
@@ -90,14 +100,14 @@ class LangChainSide(FrameworkSide):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = await self.asearch(query, **kwargs)  # type: ignore[attr-defined]
+        result = await self.asearch(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's
         await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
                             result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
                             metadata=run_manager.metadata)
         return [to_langchain_document(h) for h in result.hits]
 
 
-class LangChainRRFRetriever(RetrieverCore, LangChainSide, BaseRetriever):  # type: ignore[misc]
+class LangChainRRFRetriever(RetrieverCore, LangChainSide, BaseRetriever):
     """The hybrid retriever as a LangChain ``BaseRetriever`` only (see :class:`~rrf_retriever.EnsembleRRFRetriever`
     for the arguments; this class takes the same ones, plus LangChain's ``tags``, ``metadata`` and ``name``)."""
 

@@ -1,7 +1,7 @@
 """LlamaIndex nodes to stored documents and back, keeping everything a LlamaIndex vector store keeps.
 
 A node is stored in LlamaIndex's own layout (``node_to_metadata_dict``, see
-:mod:`rrf_retriever.frameworks.node_metadata`): the user's metadata keys, the node as JSON (``_node_content``:
+:mod:`rrf_retriever.metadata`): the user's metadata keys, the node as JSON (``_node_content``:
 relationships SOURCE / PREVIOUS / NEXT / PARENT / CHILD with their ``RelatedNodeInfo``, excluded embed and LLM
 metadata keys, metadata template and separator, text template), its class (``_node_type``) and its source document's
 id (``ref_doc_id``, plus LlamaIndex's copies ``doc_id`` and ``document_id``). ``metadata_dict_to_node`` rebuilds it,
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
-from rrf_retriever.frameworks.base import RRF_METADATA_KEYS, result_metadata
-from rrf_retriever.frameworks.node_metadata import NODE_CONTENT_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
+from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, result_metadata
+from rrf_retriever.metadata import NODE_CONTENT_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
 from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import check_id
 
@@ -44,7 +44,7 @@ try:
     from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, TextNode
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_dependency("llama-index-core", "llama-index", "the LlamaIndex retriever") from exc
+    raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
 __all__ = ["node_batch", "node_record", "stored_node", "to_node_with_score"]
 

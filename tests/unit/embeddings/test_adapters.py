@@ -1,4 +1,5 @@
-"""The framework edge: LangChain and LlamaIndex models as adapters (as_embedding), adapters as framework models."""
+"""LangChain and LlamaIndex models as adapters (as_embedding, duck typed); the views the other way round are
+tested with their framework package (tests/unit/langchain, tests/unit/llama_index)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from rrf_retriever.embeddings import (
     EmbeddingAdapter,
-    HashingEmbedding,
     LangChainEmbeddingAdapter,
     LlamaIndexEmbeddingAdapter,
     as_embedding,
@@ -81,20 +81,3 @@ def test_llama_index_embedding_adapter() -> None:
     assert adapter.embed_query("abcd") == [4.0, 1.0]
     assert asyncio.run(adapter.aembed_query("ab")) == [2.0, 1.0]
     assert asyncio.run(adapter.aembed_documents(["ab"])) == [[2.0, 0.0]]
-
-
-def test_views_expose_an_adapter_to_both_frameworks_and_unwrap() -> None:
-    adapter = HashingEmbedding(dim=16)
-    lc = adapter.as_langchain()
-    li = adapter.as_llama_index()
-    assert isinstance(lc, Embeddings)
-    assert isinstance(li, BaseEmbedding)
-    ref = adapter.embed_query("hybrid search")
-    assert lc.embed_query("hybrid search") == ref
-    assert lc.embed_documents(["hybrid search"]) == [ref]
-    assert asyncio.run(lc.aembed_query("hybrid search")) == ref
-    assert li.get_query_embedding("hybrid search") == ref
-    assert li.get_text_embedding_batch(["hybrid search", "x"])[0] == ref
-    assert asyncio.run(li.aget_query_embedding("hybrid search")) == ref
-    assert li.model_name == adapter.model_id
-    assert as_embedding(lc) is adapter and as_embedding(li) is adapter  # no second layer of checks

@@ -3,7 +3,8 @@
 :class:`RetrieverCore` is a plain mixin (no framework type, no pydantic field): the LangChain side, the LlamaIndex
 side and the dual class of :mod:`rrf_retriever.retriever` put it first in their bases. It reads ``self.engine`` and
 ``self.search_kwargs``, which each framework declares its own way (pydantic fields for LangChain, attributes for
-LlamaIndex).
+LlamaIndex). What is the framework's own (its documents, retrievers, rerankers, filters) it asks the class's
+framework sides (:class:`~rrf_retriever.frameworks.sides.FrameworkSide`) to convert.
 
 Example:
     >>> from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding  # doctest: +SKIP
@@ -12,125 +13,40 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, Leg, RetrievalSettings
-from rrf_retriever.engine.options import (
-    OPTION_ALIASES,
-    OPTION_NAMES,
-    SearchOptions,
-    check_option_names,
-    resolve_top_k,
-)
+from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, RetrievalSettings
+from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, check_option_names, resolve_top_k
+from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.frameworks.node_metadata import public_metadata
-from rrf_retriever.index.directory import open_stores
-from rrf_retriever.index.manifest import JOURNAL_FILE, refresh_manifest, with_saved_settings
-from rrf_retriever.index.registry import (
-    DEFAULT_KEYWORD_STORE,
-    make_dense_store,
-    make_keyword_store,
-    make_qdrant_stores,
-)
-from rrf_retriever.types import FusedHit, Record, SearchResult
+from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
+from rrf_retriever.frameworks.results import content_ids
+from rrf_retriever.frameworks.sides import FrameworkSide
+from rrf_retriever.index.manifest import refresh_manifest
+from rrf_retriever.metadata import public_metadata
+from rrf_retriever.types import Record, SearchResult
 from rrf_retriever.validate import check_mapping
 
-__all__ = ["RRF_METADATA_KEYS", "SEARCH_KWARGS", "FrameworkSide", "RetrieverCore", "content_id", "result_metadata"]
+__all__ = ["SEARCH_KWARGS", "RetrieverCore", "check_search_kwargs"]
 
-#: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
-RRF_METADATA_KEYS = (
-    "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
-    "rrf_rerank_score",
-)
 #: What a search accepts per call (``invoke(query, **kwargs)``) and per instance (``search_kwargs``, ``scoped``):
 #: the options of :class:`~rrf_retriever.engine.options.SearchOptions` and their aliases (``k``).
 SEARCH_KWARGS = OPTION_NAMES | frozenset(OPTION_ALIASES)
-_WEIGHTS_ARE = "source name to weight"
-
-
-def result_metadata(hit: FusedHit) -> dict[str, Any]:
-    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
-    bookkeeping keys of a node-written document hidden (:mod:`~rrf_retriever.frameworks.node_metadata`:
-    ``ref_doc_id`` stays, ``_node_content`` goes)."""
-    metadata = public_metadata(hit.metadata, hit.id)
-    metadata["rrf_score"] = hit.score
-    metadata["rrf_score_normalized"] = hit.normalized_score
-    metadata["rrf_ranks"] = dict(hit.ranks)
-    metadata["rrf_scores"] = dict(hit.scores)
-    return metadata
-
-
-def content_id(text: str) -> str:
-    """A stable id from a text (for framework documents that carry none)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def content_ids(texts: Sequence[str], metadatas: Sequence[Mapping[str, Any] | None] | None) -> list[str]:
-    """Stable ids for documents given without ids: a hash of the text and the metadata, so re-running the same
-    indexing script upserts instead of duplicating. A repeat within one batch gets the occurrence appended.
-
-    Example:
-        >>> a, b = content_ids(["x", "x"], None); a != b and content_ids(["x"], [{}])[0] == a
-        True
-    """
-    metas = list(metadatas) if metadatas is not None and not isinstance(metadatas, (str, Mapping)) else []
-    seen: dict[str, int] = {}
-    out: list[str] = []
-    for i, text in enumerate(texts):
-        meta = metas[i] if i < len(metas) and metas[i] is not None else {}
-        try:
-            meta_json = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):  # not JSON: validate_batch refuses the batch with its own message
-            meta_json = repr(meta)
-        base = content_id(f"{text}\x00{meta_json}" if isinstance(text, str) else repr(text))
-        seen[base] = seen.get(base, 0) + 1
-        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return out
-
-
-class FrameworkSide:
-    """What one framework contributes to the retriever; subclassed by the LangChain and LlamaIndex sides.
-
-    A side converts the framework's documents and retrievers into ours, and initialises its own base class.
-    """
-
-    #: Constructor keywords the framework's base class takes (``tags`` for LangChain, ``verbose`` for LlamaIndex).
-    framework_kwargs: ClassVar[frozenset[str]] = frozenset()
-
-    @staticmethod
-    def leg_for(source: Any, id_key: str | None) -> Leg | None:
-        """A read-only leg over this framework's retriever ``source``, or None if it is not one."""
-        return None
-
-    @staticmethod
-    def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
-        """``(id, text, metadata)`` of this framework's document, or None if it is not one."""
-        return None
-
-    def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def _side_kwargs(self) -> dict[str, Any]:
-        """The framework keywords a copy (``scoped``) must be built with."""
-        return {}
 
 
 def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Refuse an unknown search argument (a typo never silently does nothing); a LlamaIndex ``MetadataFilters``
-    given as ``filter`` becomes our filter tree here, at the edge (:mod:`~rrf_retriever.frameworks.filters`)."""
-    check_option_names(kwargs)
-    out = dict(kwargs)
-    if out.get("filter") is not None:
-        from rrf_retriever.frameworks.filters import as_filter
+    """Refuse an unknown search argument (a typo never silently does nothing).
 
-        out["filter"] = as_filter(out["filter"])
-    return out
+    Example:
+        >>> check_search_kwargs({"k": 3})
+        {'k': 3}
+    """
+    check_option_names(kwargs)
+    return dict(kwargs)
 
 
 class RetrieverCore:
@@ -138,6 +54,9 @@ class RetrieverCore:
 
     #: The framework sides this class was composed of (set by each concrete class).
     _sides: ClassVar[tuple[type[FrameworkSide], ...]] = ()
+    if TYPE_CHECKING:  # declared by each framework its own way (pydantic fields, plain attributes)
+        engine: HybridEngine
+        search_kwargs: dict[str, Any]
 
     def __init__(
         self,
@@ -171,8 +90,9 @@ class RetrieverCore:
             raise InvalidArgumentError(msg)
         top_k = resolve_top_k(top_k, k)
         if engine is None:
-            engine = self._build_engine(
-                dense, keyword, sources, weights, semantic_weight, keyword_weight, id_key,
+            engine = engine_from_sources(
+                dense, keyword, sources, weights, semantic_weight, keyword_weight,
+                lambda source: self._leg_for(source, id_key),
                 rrf_k=rrf_k, top_k=10 if top_k is None else top_k, fetch_k=fetch_k, leg_timeout=leg_timeout,
                 on_error=on_error, fusion=fusion, expand=expand, links_key=links_key, expand_limit=expand_limit,
                 journal=journal,
@@ -182,12 +102,14 @@ class RetrieverCore:
             raise InvalidTypeError(msg)
         elif top_k is not None:
             engine.update_settings(top_k=top_k)
-        self._init_sides(engine, check_search_kwargs(search_kwargs or {}), kwargs)
+        self._init_sides(engine, self._checked_search_kwargs(search_kwargs or {}), kwargs)
 
     def _init_sides(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         for side in self._sides:
             wanted = {k: v for k, v in kwargs.items() if k in side.framework_kwargs}
-            side._init_side(self, engine, search_kwargs, wanted)  # type: ignore[arg-type]
+            side._init_side(self, engine, search_kwargs, wanted)  # type: ignore[arg-type]  # self is every side
+
+    # ---- what the framework sides convert -------------------------------------------------------------
 
     @classmethod
     def _leg_for(cls, source: Any, id_key: str | None) -> Any:
@@ -198,38 +120,27 @@ class RetrieverCore:
         return source  # a store or a Leg: the engine checks it
 
     @classmethod
-    def _build_engine(
-        cls,
-        dense: Any,
-        keyword: Any,
-        sources: Mapping[str, Any] | None,
-        weights: Mapping[str, float] | None,
-        semantic_weight: float | None,
-        keyword_weight: float | None,
-        id_key: str | None,
-        **settings: Any,
-    ) -> HybridEngine:
-        legs: dict[str, Any] = {}
-        if dense is not None:
-            legs["dense"] = dense
-        if keyword is not None:
-            legs["keyword"] = keyword
-        for name, source in check_mapping(sources or {}, "sources", "source name to store or retriever").items():
-            if name in legs:
-                msg = f"source {name!r} is given twice (as a keyword argument and in sources)"
-                raise InvalidArgumentError(msg)
-            legs[name] = cls._leg_for(source, id_key)
-        if not legs:
-            msg = "EnsembleRRFRetriever needs at least one source: dense=, keyword= or sources={...}"
-            raise InvalidArgumentError(msg)
-        merged = dict(check_mapping(weights or {}, "weights", _WEIGHTS_ARE))
-        for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
-            if value is not None:
-                if name not in legs:
-                    msg = f"{'semantic' if name == 'dense' else 'keyword'}_weight given but there is no {name} source"
-                    raise InvalidArgumentError(msg)
-                merged[name] = value
-        return HybridEngine(legs, merged, **settings)
+    def _reranker_for(cls, reranker: Any) -> Any:
+        """A framework reranker as the engine's shape; None and ``False`` (no reranker this call) pass through."""
+        if reranker is None or reranker is False:
+            return reranker
+        for side in cls._sides:
+            converted = side.reranker_for(reranker)
+            if converted is not None:
+                return converted
+        return check_reranker(reranker)
+
+    @classmethod
+    def _checked_search_kwargs(cls, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """:func:`check_search_kwargs`, and a framework's filter object given as ``filter`` made our filter tree."""
+        out = check_search_kwargs(kwargs)
+        if out.get("filter") is not None:
+            for side in cls._sides:
+                converted = side.filter_for(out["filter"])
+                if converted is not None:
+                    out["filter"] = converted
+                    break
+        return out
 
     # ---- constructors -----------------------------------------------------------------------------------
 
@@ -257,8 +168,8 @@ class RetrieverCore:
             texts: The documents.
             embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
             metadatas: One mapping per text (optional).
-            ids: One id per text. Default: derived from the text and its metadata (:func:`content_ids`), so running
-                the same script twice updates the same documents instead of adding copies.
+            ids: One id per text. Default: derived from the text and its metadata (:func:`~.results.content_ids`), so
+                running the same script twice updates the same documents instead of adding copies.
             keyword: ``"qdrant-edge"`` (BM25 as Qdrant sparse vectors in Qdrant's in-process engine: ~1 ms at 100k
                 documents), ``"fts5"`` (SQLite FTS5; tens of ms at 100k), ``"bm25"`` (in memory; saved in ``path``
                 after every write), ``"qdrant"`` (with ``dense="qdrant"``: both legs in one Qdrant collection) or a
@@ -284,46 +195,22 @@ class RetrieverCore:
                 remembers it (its manifest and store); reopening with another is an error, None uses the index's.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        stores = None
-        if (url is not None or location is not None) and not (keyword == dense == "qdrant"):
-            msg = "url= and location= are for keyword='qdrant', dense='qdrant' (both legs in one Qdrant collection)"
-            raise InvalidArgumentError(msg)
-        analyzer = as_analyzer(analyzer)
-        if analyzer is not None and keyword is not None and not isinstance(keyword, str):
-            msg = "analyzer= is for a keyword store built here; give the analyzer to the keyword store you pass"
-            raise InvalidArgumentError(msg)
-        if path is None:
-            keyword, dense = keyword or DEFAULT_KEYWORD_STORE, dense or "qdrant-edge"
-            joint = make_qdrant_stores(keyword, dense, embedding, None, collection_name or "rrf_retriever",
-                                       url=url, location=location, api_key=api_key, analyzer=analyzer)
-            if joint is not None:
-                keyword_store, dense_store = joint
-            else:
-                dense_store = (make_dense_store(dense, embedding, None, collection_name or "rrf_retriever")
-                               if isinstance(dense, str) else dense)
-                keyword_store = make_keyword_store(keyword, None, analyzer) if isinstance(keyword, str) else keyword
-        else:
-            if location is not None:
-                msg = "location= and path= exclude each other (path is an index directory)"
-                raise InvalidArgumentError(msg)
-            stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name,
-                                 url=url, api_key=api_key, analyzer=analyzer)
-            dense_store, keyword_store = stores.dense, stores.keyword
-            kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
-            kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
+        built = stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
+                                      collection_name=collection_name, url=url, location=location, api_key=api_key,
+                                      analyzer=as_analyzer(analyzer), kwargs=kwargs)
         try:
-            retriever: Any = cls(dense=dense_store, keyword=keyword_store, **kwargs)  # a framework side's class
+            retriever = cls(dense=built.dense, keyword=built.keyword, **built.kwargs)
         except BaseException:
-            if stores is not None:
-                stores.close()
+            if built.index is not None:
+                built.index.close()
             raise
         try:
             if texts:
                 retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
-            if stores is not None:
-                refresh_manifest(stores.root, retriever.engine)
+            if built.index is not None:
+                refresh_manifest(built.index.root, retriever.engine)
         except BaseException:
-            if stores is not None:  # release the index (its locks) rather than leave it to the garbage collector
+            if built.index is not None:  # release the index (its locks) rather than leave it to the garbage collector
                 retriever.close()
             raise
         return retriever
@@ -373,7 +260,7 @@ class RetrieverCore:
     ) -> list[str]:
         """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids."""
         text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return self.engine.add(id_list, text_list, metadatas)  # type: ignore[attr-defined]
+        return self.engine.add(id_list, text_list, metadatas)
 
     async def aadd_texts(
         self,
@@ -383,35 +270,35 @@ class RetrieverCore:
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
         text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return await self.engine.aadd(id_list, text_list, metadatas)  # type: ignore[attr-defined]
+        return await self.engine.aadd(id_list, text_list, metadatas)
 
     def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
         """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing)."""
-        return self.engine.add(*self._document_batch(documents, ids))  # type: ignore[attr-defined]
+        return self.engine.add(*self._document_batch(documents, ids))
 
     async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
         """Async twin of :meth:`add_documents`."""
-        return await self.engine.aadd(*self._document_batch(documents, ids))  # type: ignore[attr-defined]
+        return await self.engine.aadd(*self._document_batch(documents, ids))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store (all or none)."""
-        self.engine.delete(ids)  # type: ignore[attr-defined]
+        self.engine.delete(ids)
 
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async twin of :meth:`delete`."""
-        await self.engine.adelete(ids)  # type: ignore[attr-defined]
+        await self.engine.adelete(ids)
 
     def get_by_ids(self, ids: Sequence[str]) -> list[Record]:
         """Stored documents by id, in the order asked (missing ids are skipped); metadata as results show it
         (LlamaIndex's ``_node_content`` and copies of ``ref_doc_id`` hidden; ``engine.get`` gives it raw)."""
-        return [replace(r, metadata=public_metadata(r.metadata, r.id)) for r in self.engine.get(ids)]  # type: ignore[attr-defined]
+        return [replace(r, metadata=public_metadata(r.metadata, r.id)) for r in self.engine.get(ids)]
 
     # ---- settings -----------------------------------------------------------------------------------
 
     @property
     def settings(self) -> RetrievalSettings:
         """The engine's current immutable settings snapshot."""
-        return self.engine.settings  # type: ignore[attr-defined]
+        return self.engine.settings
 
     def update_settings(
         self, *, semantic_weight: float | None = None, keyword_weight: float | None = None, **changes: Any
@@ -429,17 +316,15 @@ class RetrieverCore:
         """
         if "k" in changes:
             changes["top_k"] = resolve_top_k(changes.pop("top_k", None), changes.pop("k"))
-        weights = dict(check_mapping(changes.pop("weights", None) or {}, "weights", _WEIGHTS_ARE))
+        weights = dict(check_mapping(changes.pop("weights", None) or {}, "weights", WEIGHTS_ARE))
         for name, value in (("dense", semantic_weight), ("keyword", keyword_weight)):
             if value is not None:
                 weights[name] = value
         if weights:
             changes["weights"] = weights
         if changes.get("reranker") is not None:  # a LangChain compressor / LlamaIndex postprocessor: converted here
-            from rrf_retriever.frameworks.rerankers import as_reranker
-
-            changes["reranker"] = as_reranker(changes["reranker"])
-        return self.engine.update_settings(**changes)  # type: ignore[attr-defined]
+            changes["reranker"] = self._reranker_for(changes["reranker"])
+        return self.engine.update_settings(**changes)
 
     def scoped(self, **search_kwargs: Any) -> Any:
         """A copy with per-instance search defaults (``filter``, ``exclude_ids``, ``top_k``/``k``, ``weights``).
@@ -449,11 +334,11 @@ class RetrieverCore:
         Example:
             >>> retriever.scoped(filter={"session_id": [7]}, exclude_ids=["m1"]).retrieve("deploy")  # doctest: +SKIP
         """
-        merged = check_search_kwargs({**self.search_kwargs, **search_kwargs})  # type: ignore[attr-defined]
+        merged = self._checked_search_kwargs({**self.search_kwargs, **search_kwargs})
         side_kwargs: dict[str, Any] = {}
         for side in self._sides:
-            side_kwargs.update(side._side_kwargs(self))  # type: ignore[arg-type]
-        return type(self)(engine=self.engine, search_kwargs=merged, **side_kwargs)  # type: ignore[attr-defined]
+            side_kwargs.update(side._side_kwargs(self))  # type: ignore[arg-type]  # self is every side
+        return type(self)(engine=self.engine, search_kwargs=merged, **side_kwargs)
 
     # ---- tuning -----------------------------------------------------------------------------------------
 
@@ -470,14 +355,14 @@ class RetrieverCore:
         """
         from rrf_retriever.tuning.tuner import tune
 
-        return tune(self.engine, queries, qrels, metric, folds, **kwargs)  # type: ignore[attr-defined]
+        return tune(self.engine, queries, qrels, metric, folds, **kwargs)
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy); later calls
         raise :class:`~rrf_retriever.errors.EngineClosedError`. Also ``with EnsembleRRFRetriever(...) as r:``."""
-        self.engine.close()  # type: ignore[attr-defined]
+        self.engine.close()
 
     def __enter__(self) -> Any:
         return self
@@ -488,19 +373,16 @@ class RetrieverCore:
     # ---- reads ------------------------------------------------------------------------------------------
 
     def _search_options(self, kwargs: Mapping[str, Any]) -> SearchOptions:
-        merged = check_search_kwargs({**self.search_kwargs, **kwargs})  # type: ignore[attr-defined]  # a side field
+        merged = self._checked_search_kwargs({**self.search_kwargs, **kwargs})
         if merged.get("reranker") is not None:  # a framework reranker becomes the engine's shape at the edge
-            from rrf_retriever.frameworks.rerankers import as_reranker
-
-            merged["reranker"] = as_reranker(merged["reranker"])
+            merged["reranker"] = self._reranker_for(merged["reranker"])
         return SearchOptions.from_kwargs(**merged)
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
         """Framework-neutral search: fused hits and the trace (see :meth:`HybridEngine.search`)."""
-        return self.engine.search(query, self._search_options(kwargs))  # type: ignore[attr-defined]  # a side field
+        return self.engine.search(query, self._search_options(kwargs))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """Async twin of :meth:`search`."""
-        options = self._search_options(kwargs)
-        return await self.engine.asearch(query, options)  # type: ignore[attr-defined]  # a side field
+        return await self.engine.asearch(query, self._search_options(kwargs))
 

@@ -1,8 +1,10 @@
-"""How a LlamaIndex node is laid out in stored metadata, and what users of either framework see of it.
+"""How a LlamaIndex node is laid out in stored metadata, and what users (of either framework, of the CLI and the
+service) see of it.
 
-Framework-neutral (no LlamaIndex import), so the LangChain side can hide LlamaIndex's bookkeeping without importing
-LlamaIndex. The layout is LlamaIndex's own (``llama_index.core.vector_stores.utils.node_to_metadata_dict``, the one
-every LlamaIndex vector store writes, Qdrant's included): the user's metadata keys, plus
+Framework-neutral (no framework import), so the LangChain side, the command line and the HTTP service can hide
+LlamaIndex's bookkeeping without importing LlamaIndex. The layout is LlamaIndex's own
+(``llama_index.core.vector_stores.utils.node_to_metadata_dict``, the one every LlamaIndex vector store writes,
+Qdrant's included): the user's metadata keys, plus
 
 * ``_node_content``: the node as JSON (id, metadata, relationships, excluded keys, templates; text and embedding
   left out: the text is stored as the document's text, the embedding as its vector);

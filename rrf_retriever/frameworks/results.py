@@ -1,0 +1,87 @@
+"""What both framework edges make of our hits and their documents: result metadata, ids, reranker scores.
+
+Framework-free: the LangChain side builds a ``Document`` and the LlamaIndex side a ``NodeWithScore`` from the same
+:func:`result_metadata`, so both show the same keys.
+
+Example:
+    >>> from rrf_retriever.types import FusedHit
+    >>> sorted(result_metadata(FusedHit("a", "text", {"lang": "en"}, 0.5, {"keyword": 1}, {"keyword": 2.0})))
+    ['lang', 'rrf_ranks', 'rrf_score', 'rrf_score_normalized', 'rrf_scores']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rrf_retriever.metadata import public_metadata
+from rrf_retriever.types import FusedHit
+
+__all__ = ["RRF_METADATA_KEYS", "content_id", "content_ids", "reranker_score", "result_metadata"]
+
+#: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
+RRF_METADATA_KEYS = (
+    "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
+    "rrf_rerank_score",
+)
+
+
+def result_metadata(hit: FusedHit) -> dict[str, Any]:
+    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
+    bookkeeping keys of a node-written document hidden (:func:`~rrf_retriever.metadata.public_metadata`:
+    ``ref_doc_id`` stays, ``_node_content`` goes)."""
+    metadata = public_metadata(hit.metadata, hit.id)
+    metadata["rrf_score"] = hit.score
+    metadata["rrf_score_normalized"] = hit.normalized_score
+    metadata["rrf_ranks"] = dict(hit.ranks)
+    metadata["rrf_scores"] = dict(hit.scores)
+    return metadata
+
+
+def content_id(text: str) -> str:
+    """A stable id from a text (for framework documents that carry none).
+
+    Example:
+        >>> content_id("x") == content_id("x") and len(content_id("x"))
+        32
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def content_ids(texts: Sequence[str], metadatas: Sequence[Mapping[str, Any] | None] | None) -> list[str]:
+    """Stable ids for documents given without ids: a hash of the text and the metadata, so re-running the same
+    indexing script upserts instead of duplicating. A repeat within one batch gets the occurrence appended.
+
+    Example:
+        >>> a, b = content_ids(["x", "x"], None); a != b and content_ids(["x"], [{}])[0] == a
+        True
+    """
+    metas = list(metadatas) if metadatas is not None and not isinstance(metadatas, (str, Mapping)) else []
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for i, text in enumerate(texts):
+        meta = metas[i] if i < len(metas) and metas[i] is not None else {}
+        try:
+            meta_json = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):  # not JSON: validate_batch refuses the batch with its own message
+            meta_json = repr(meta)
+        base = content_id(f"{text}\x00{meta_json}" if isinstance(text, str) else repr(text))
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
+
+
+def reranker_score(value: object, position: int, total: int) -> float:
+    """The score a framework reranker gave a document: its own when it is a finite number, else one from the
+    document's place in its answer (the first of ``total`` gets ``total``), so the order it chose is kept.
+
+    Example:
+        >>> reranker_score(0.25, 0, 3), reranker_score(None, 0, 3), reranker_score(float("nan"), 2, 3)
+        (0.25, 3.0, 1.0)
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return float(total - position)

@@ -1,0 +1,34 @@
+"""The LlamaIndex edge: the hybrid retriever as a LlamaIndex ``BaseRetriever`` (nodes kept whole), LlamaIndex
+``MetadataFilters`` as our filters, postprocessors as rerankers, and our embedding models as a LlamaIndex
+``BaseEmbedding``.
+
+Needs ``llama-index-core`` (``pip install 'rrf-retriever[llama-index]'``) and never imports LangChain. Re-exports
+only, from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
+:mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers` and
+:mod:`~rrf_retriever.llama_index.embeddings`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
+LlamaIndex is the only framework installed, and with LangChain too it is both frameworks' retriever at once.
+
+Example:
+    >>> from rrf_retriever import FTS5KeywordStore
+    >>> from rrf_retriever.llama_index import LlamaIndexRRFRetriever
+    >>> r = LlamaIndexRRFRetriever(keyword=FTS5KeywordStore(), top_k=1)
+    >>> r.add_texts(["error E42 in the index", "vector search"], ids=["e42", "vec"])
+    ['e42', 'vec']
+    >>> [(n.node.node_id, n.node.metadata["rrf_ranks"]) for n in r.retrieve("E42")]
+    [('e42', {'keyword': 1})]
+"""
+
+from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
+from rrf_retriever.llama_index.filters import from_llama_index
+from rrf_retriever.llama_index.nodes import to_node_with_score
+from rrf_retriever.llama_index.rerankers import PostprocessorReranker
+from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetrievalTraceEvent
+
+__all__ = [
+    "LlamaIndexRRFRetriever",
+    "PostprocessorReranker",
+    "RRFLlamaIndexEmbedding",
+    "RRFRetrievalTraceEvent",
+    "from_llama_index",
+    "to_node_with_score",
+]
