@@ -117,7 +117,7 @@ class SearchRequest(BaseModel):
 
     @property
     def text(self) -> str:
-        return self.q if self.q is not None else self.query  # type: ignore[return-value]
+        return self.q if self.q is not None else self.query  # type: ignore[return-value]  # the validator ensures one
 
     def options(self) -> SearchOptions:
         """The request's search options: every field named like an option is that option; ``rerank: false`` is

@@ -86,7 +86,7 @@ class StoreLeg(Leg):
         return store if isinstance(store, BatchSearch) and store.batch_group is not None else None
 
     @property
-    def holds_gil(self) -> bool:  # type: ignore[override]
+    def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
         return bool(self.store.holds_gil)
 
     def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
@@ -112,7 +112,7 @@ class StoreLeg(Leg):
         if previous:
             vectors = [r.vector for r in previous] if self.embedding is not None else None
             self.add([r.id for r in previous], [r.text for r in previous], [dict(r.metadata) for r in previous],
-                     vectors)  # type: ignore[arg-type]
+                     vectors)  # type: ignore[arg-type]  # a dense leg's records carry their vectors
 
     def close(self) -> None:
         self.store.close()
@@ -135,10 +135,16 @@ class KeywordLeg(StoreLeg):
 
     kind = "keyword"
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         return ties_by_id(self.store.search(query, limit, Scope(flt, frozenset(exclude_ids))))
 
-    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    async def asearch(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         return ties_by_id(await self.store.asearch(query, limit, Scope(flt, frozenset(exclude_ids))))
 
     def sits_out(self, query: str) -> str | None:
@@ -147,7 +153,7 @@ class KeywordLeg(StoreLeg):
             return "no keyword term survives analysis"
         return None
 
-    def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
+    def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
         self.store.add(ids, texts, metadatas)
 
 
@@ -160,13 +166,19 @@ class DenseLeg(StoreLeg):
         super().__init__(store)
         self.embedding = store.embedding
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         return ties_by_id(self.store.search(vector, limit, Scope(flt, frozenset(exclude_ids))))
 
-    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    async def asearch(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         return ties_by_id(await self.store.asearch(vector, limit, Scope(flt, frozenset(exclude_ids))))
 
-    def add(self, ids, texts, metadatas, vectors):  # type: ignore[no-untyped-def]
+    def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
         self.store.add(ids, texts, metadatas, vectors=vectors)
 
     def snapshot(self, ids: list[str]) -> list[Record]:
@@ -220,11 +232,17 @@ class FunctionLeg(Leg):
     def _scoped(hits: Iterable[Hit], limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> list[Hit]:
         return [h for h in hits if h.id not in excl and matches(h.metadata, flt)][:limit]
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         hits = self._search(query, self._asked(limit, flt, exclude_ids))
         return self._scoped(hits, limit, flt, exclude_ids)
 
-    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    async def asearch(
+        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
+        exclude_ids: frozenset[str],
+    ) -> list[Hit]:
         if self._asearch is None:
             return await super().asearch(query, vector, limit, flt, exclude_ids)
         hits = await self._asearch(query, self._asked(limit, flt, exclude_ids))

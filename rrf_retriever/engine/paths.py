@@ -1,4 +1,4 @@
-"""Multi-path dense retrieval (seed 002): more dense legs over the main dense store, each with its own filter.
+"""Multi-path dense retrieval: more dense legs over the main dense store, each with its own filter.
 
 One embedding, several scopes: ``dense_paths={"dense_all": None}`` adds a leg ``dense_all`` that searches the
 main dense store UNFILTERED next to the filtered ``dense`` leg, fused with the keyword leg, each tagged in
@@ -41,7 +41,7 @@ class DensePathLeg(Leg):
         self.embedding = base.embedding  # the same model object: the query is embedded once for all paths
 
     @property
-    def holds_gil(self) -> bool:  # type: ignore[override]
+    def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
         return bool(self.base.holds_gil)
 
     def search(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,

@@ -127,7 +127,7 @@ def call_reranker(reranker: Any, query: str, hits: Sequence[FusedHit]) -> list[t
 
 def _score(value: object) -> float:
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # any object a reranker returns; TypeError caught
     except (TypeError, ValueError):
         number = math.nan
     if isinstance(value, bool) or not math.isfinite(number):

@@ -128,7 +128,7 @@ def _requests(q: Query, members: list[tuple[str, Leg]], vectors: Mapping[int, Se
 def _share(result: Any, index: int | None) -> list[Hit]:
     """A leg's hits from its task's result (a group's: its entry, raised if it is that leg's error)."""
     if index is None:
-        return result  # type: ignore[no-any-return]
+        return cast(list[Hit], result)  # a single leg's task returns its hits
     mine = result[index]
     if isinstance(mine, BaseException):
         raise mine

@@ -244,7 +244,7 @@ def fit_expansion(page: Sequence[FusedHit], added: Sequence[FusedHit], top_k: in
     chosen: list[FusedHit] = []
     for neighbour in added:
         keep = min(len(page), top_k - len(chosen) - 1)
-        seed_rank = rank.get(neighbour.metadata.get("rrf_expanded_from"), len(page))  # type: ignore[arg-type]
+        seed_rank = rank.get(str(neighbour.metadata.get("rrf_expanded_from")), len(page))
         if keep < floor or seed_rank >= keep:
             break  # seeds come in page order: no later neighbour's seed fits either
         chosen.append(neighbour)

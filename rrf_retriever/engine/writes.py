@@ -183,7 +183,7 @@ class WriteUnit:
                        ) -> int | None:
         if self.journal is None:
             return None
-        return self.journal.begin(op, ids, texts, metadatas, vectors)  # type: ignore[arg-type]
+        return self.journal.begin(op, ids, texts, metadatas, vectors)  # type: ignore[arg-type]  # validated lists
 
     def _journal_clear(self, seq: int | None) -> None:
         if self.journal is not None and seq is not None:

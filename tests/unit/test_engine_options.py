@@ -14,7 +14,7 @@ from rrf_retriever.engine import HybridEngine, query
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, as_options
 from rrf_retriever.engine.stages import STAGES, Stage
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.frameworks.base import SEARCH_KWARGS
+from rrf_retriever.frameworks.core import SEARCH_KWARGS
 from rrf_retriever.stores.base import BatchSearch, WritesThrough
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantHybridStore

@@ -52,6 +52,7 @@ from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
+from rrf_retriever.stores.fts5.ranking import ranked_hits
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
@@ -438,20 +439,7 @@ class FTS5KeywordStore(StoreBase):
         return hits + self._ranked(conn, match_expression(terms), limit - len(hits), scope, params)
 
     def _ranked(self, conn: Connection, match: str | None, limit: int, scope: str, params: list[Any]) -> list[Hit]:
-        query = sql.ranked_sql(self.table, self._weights, scope)
-        if scope:
-            rows = conn.execute(query, [match, *params, limit]).fetchall()
-        else:
-            # The unscoped inner cut orders equal scores by rowid: fetch past the limit until the limit-th score
-            # differs from the last one fetched (or every match is in), so equal scores are ordered by id.
-            fetch = limit + 1
-            while True:
-                rows = conn.execute(query, [match, *params, fetch]).fetchall()
-                if len(rows) < fetch or rows[-1][3] != rows[limit - 1][3]:  # rows: by score, then id
-                    break
-                fetch *= 2
-            rows = rows[:limit]
-        return [Hit(doc_id, text, json.loads(meta), -float(s)) for doc_id, text, meta, s in rows]
+        return ranked_hits(conn, sql.ranked_sql(self.table, self._weights, scope), match, limit, bool(scope), params)
 
 
 def _marks(values: Sequence[Any]) -> str:
