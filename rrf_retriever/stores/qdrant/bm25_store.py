@@ -27,7 +27,7 @@ from rrf_retriever.stores.qdrant.bm25_params import (
 from rrf_retriever.stores.qdrant.common import QdrantStore
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.ops import Op, Steps
-from rrf_retriever.stores.qdrant.points import ExcludeIds, Point, hit_of, point_id
+from rrf_retriever.stores.qdrant.points import ExcludeIds, Point, point_id
 from rrf_retriever.stores.qdrant.reweight import mean_length_steps, rewrite_steps
 from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, DocumentTerms, query_vector
 from rrf_retriever.types import Hit
@@ -255,8 +255,4 @@ class Bm25Store(QdrantStore):
             return []  # e.g. an empty any-of: nothing can match
         indices, values = query_vector(terms)
         sparse = SparseQuery(indices, values, limit, query_filter, self.live_idf)
-        points = yield Op(self.backend.search, (sparse,), "search")
-        hits = [hit_of(p.id, p.payload, p.score) for p in points if p.score > 0]
-        # Equal scores in id order: both engines then give the same list (Qdrant orders ties by its internal ids).
-        hits.sort(key=lambda h: (-h.score, h.id))
-        return hits
+        return (yield from self._top_steps(sparse, limit, positive=True))

@@ -13,6 +13,7 @@ searches.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, StoreError
@@ -20,7 +21,7 @@ from rrf_retriever.progress import progress_bar
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
-from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Saved
+from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Query, Saved
 from rrf_retriever.stores.qdrant.filters import NOTHING, compile_filter
 from rrf_retriever.stores.qdrant.ops import Op, Steps, in_thread, run_async, run_sync
 from rrf_retriever.stores.qdrant.points import (
@@ -36,7 +37,7 @@ from rrf_retriever.stores.qdrant.points import (
 )
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
-from rrf_retriever.validate import check_ids, check_limit, to_float_vector
+from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit, to_float_vector
 
 __all__ = ["READING", "QdrantStore"]
 
@@ -298,8 +299,25 @@ class QdrantStore(StoreBase):
         query_filter = yield from self._scope_steps(flt, excluded)
         if query_filter is NOTHING:
             return []  # e.g. an empty any-of: nothing can match
-        points = yield Op(self.backend.search, (DenseQuery(query, limit, query_filter),), "search")
-        return [hit_of(p.id, p.payload, p.score) for p in points]
+        return (yield from self._top_steps(DenseQuery(query, limit, query_filter), limit))
+
+    def _top_steps(self, query: Query, limit: int, *, positive: bool = False) -> Steps[list[Hit]]:
+        """The engine's best ``limit`` hits for ``query``, equal scores ordered by id, the cut at ``limit`` too.
+
+        The engine orders a tie by its internal ids (which differ between builds of the same corpus), so ask for
+        one more than kept, and twice as many while the last one fetched still ties the ``limit``-th: then the
+        kept ones are the smallest ids of a tie at the cut (within the first ``MAX_LIMIT`` hits: a tie wider than
+        that is cut in the engine's order). ``positive``: drop hits of score 0 (a keyword leg's non-matches).
+        """
+        fetch = limit + 1
+        while True:
+            points = yield Op(self.backend.search, (replace(query, limit=fetch),), "search")
+            hits = [hit_of(p.id, p.payload, p.score) for p in points if not positive or p.score > 0]
+            hits.sort(key=lambda h: (-h.score, h.id))
+            tie_at_cut = len(hits) > limit and hits[-1].score == hits[limit - 1].score
+            if len(points) < fetch or not tie_at_cut or fetch >= MAX_LIMIT:
+                return hits[:limit]
+            fetch = min(fetch * 2, MAX_LIMIT)
 
     def _ids_matching_steps(self, filter: FilterSpec | FilterNode | None, limit: int | None) -> Steps[list[str]]:
         flt = normalize_filter(filter)

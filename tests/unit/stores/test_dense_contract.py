@@ -438,3 +438,24 @@ def test_a_vector_too_large_for_qdrants_float32_is_refused_not_a_nan_score_or_a_
             store.search([big, big, 0.0, 0.0], 5)
         assert [h.id for h in store.search([0.0, 1.0, 0.0, 0.0], 5)] == ["ok"] and store.count() == 1
         store.close()
+
+
+@pytest.mark.parametrize("index", [None, "plain", "int8"])
+def test_equal_scores_are_ordered_by_id_whatever_the_insertion_order(kind: str, index: str | None,
+                                                                      tmp_path: Path) -> None:
+    # 30 identical texts (identical vectors: every score ties) written one at a time in a shuffled order: the id
+    # decides, and the cut at the limit keeps the smallest ids (Qdrant orders a tie by its internal ids).
+    if kind == "qdrant" and index is not None:
+        pytest.skip("qdrant-client local mode has no index choice")
+    emb = HashingEmbedding(dim=DIM)
+    store = QdrantDenseStore(emb) if kind == "qdrant" else QdrantEdgeDenseStore(emb, path=tmp_path, index=index)
+    ids = [f"m{i:02d}" for i in range(30)]
+    order = ids[:]
+    random.Random(11).shuffle(order)
+    store.add([f"f{i}" for i in range(20)], [f"other words {i}" for i in range(20)])
+    for doc_id in order:
+        store.add([doc_id], ["memory note about rotating tokens"], [{"session_id": 1}])
+    vec = emb.embed_query("memory note about rotating tokens")
+    assert [h.id for h in store.search(vec, 10)] == ids[:10]
+    assert [h.id for h in store.search(vec, 10, filter={"session_id": 1}, exclude_ids=["m00"])] == ids[1:11]
+    store.close()

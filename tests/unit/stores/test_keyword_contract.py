@@ -411,11 +411,7 @@ def test_property_scoped_result_is_the_best_allowed_documents(
         store.close()
 
 
-def test_equal_scores_are_ordered_by_id_whatever_the_insertion_order(
-    store: Any, kind: str, request: pytest.FixtureRequest
-) -> None:
-    if kind.startswith("qdrant"):  # TEMPORARY: the Qdrant stores are being rebuilt; their fix lands with them
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Qdrant's internal order at a tie"))
+def test_equal_scores_are_ordered_by_id_whatever_the_insertion_order(store: Any) -> None:
     # 30 identical texts, written one at a time in a shuffled order: every score ties, so the id decides, with
     # and without a scope, and the cut at the limit keeps the smallest ids (not the first written).
     ids = [f"m{i:02d}" for i in range(30)]
