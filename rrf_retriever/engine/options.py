@@ -80,7 +80,7 @@ class SearchOptions:
         "Per-call weights by source (or dense path) name, merged over the settings' weights."))
     offset: int = field(default=0, metadata=_meta(
         lambda n: check_int(n, "offset", 0, MAX_TOP_K),
-        "Skip this many results: a page of the list fused for ``offset + top_k`` (the legs fetch for it)."))
+        "Skip this many results: a page of ONE fused list (the legs fetch ``fetch_k`` whatever the offset)."))
     query_vector: Sequence[float] | None = field(default=None, metadata=_meta(
         lambda v: to_float_vector(v, "query_vector"),
         "Use this query vector for the dense legs instead of embedding the query (a vector shared with other "

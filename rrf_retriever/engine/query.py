@@ -42,7 +42,6 @@ from rrf_retriever.fusion import fuse
 from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
 from rrf_retriever.validate import (
-    MAX_TOP_K,
     MAX_WEIGHT,
     check_mapping,
     check_number,
@@ -63,7 +62,7 @@ class Query:
         options: The call's options with the settings' values where they defer to them
             (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`): what the stages read.
         top_k, flt, excl: ``options.top_k`` and the normalized scope, which every leg reads.
-        fetch_k: Hits each leg fetches (for ``offset + top_k``).
+        fetch_k: Hits each leg fetches (for ``top_k``, whatever the offset: pages slice one list).
     """
 
     text: str
@@ -124,9 +123,9 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     """Resolve a query's (validated) options against the settings snapshot and plan its legs.
 
     A leg whose weight is 0 is not called at all (the zero-weight guard); a leg that has nothing to search for
-    (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of the list
-    fused for ``offset + top_k``: the legs fetch for that depth. Options given as None take the settings'
-    (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
+    (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of ONE fused
+    list: the legs fetch ``fetch_k`` for the page size whatever the offset, so pages never overlap or skip.
+    Options given as None take the settings' (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
     """
     text = check_query(query)
     resolved = options.resolved(settings)
@@ -135,7 +134,7 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     paths = path_legs(legs, resolved.dense_paths or {})
     weights = _weights(legs, settings, resolved.weights, [name for name, _ in paths])
     all_legs = {**legs, **dict(paths)}
-    fetch_k = settings.effective_fetch_k(min(resolved.offset + top_k, MAX_TOP_K))
+    fetch_k = settings.effective_fetch_k(top_k)  # not the offset: every page slices the list fused at one depth
     q = Query(text, settings, resolved, top_k, fetch_k, weights, flt, excl, tuple(all_legs))
     for name, leg in all_legs.items():
         weight = weights[name]

@@ -10,8 +10,9 @@ engine's :func:`~rrf_retriever.engine.query.finish` runs every stage that applie
 5. ``rerank``: the reranker over ``rerank_k`` candidates (:func:`rerank`; one that raises is skipped with a
    warning under ``on_error="degrade"``);
 6. ``pinned_first``: pinned hits back on the first page (:func:`pinned_first`);
-7. ``page``: the page (``offset``, ``top_k``);
-8. ``expand``: 1-hop expansion of the page (:class:`NeighbourExpansion`, :func:`fit_expansion`).
+7. ``page``: the page (``offset``, ``top_k``) of the one fused list;
+8. ``expand``: with 1-hop expansion, the page instead: the page of the expanded list, built page by page so that
+   no fused result is skipped (:class:`NeighbourExpansion`, :func:`fit_expansion`).
 
 A stage may say how deep the fused pool must go for it (``depth``): the pool is the deepest of them
 (:func:`pool_depth`). Adding a stage is one entry in :data:`STAGES`.
@@ -395,13 +396,27 @@ def _page(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
     return hits[start : start + run.query.top_k]
 
 
-def _expanded(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
-    expand = run.expand
+def _expanded_page(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
+    """The page of the expanded list: pages are filled from the first one on, each with its seeds' neighbours in
+    its last slots (:func:`fit_expansion`); the fused results a page's neighbours push out open the next page, and
+    a document shown as a neighbour is not shown again. So every page is a slice of one list, as without
+    expansion, and no fused result is skipped."""
+    expand, top_k, start = run.expand, run.query.top_k, run.query.options.offset
     if expand is None:  # the stage applies only with an expansion
-        return hits
-    hits = fit_expansion(hits, expand(hits, run.query), run.query.top_k)
-    run.counts["expanded"] = sum(1 for h in hits if "rrf_expanded_from" in h.metadata)
-    return hits
+        return _page(hits, run)
+    shown: list[FusedHit] = []
+    rest = list(hits)
+    while rest and len(shown) < start + top_k:
+        seeds = rest[:top_k]
+        earlier = {h.id for h in shown}
+        page = fit_expansion(seeds, [n for n in expand(seeds, run.query) if n.id not in earlier], top_k)
+        placed = {h.id for h in page}
+        used = sum(1 for h in page if "rrf_expanded_from" not in h.metadata)
+        shown.extend(page)
+        rest = [h for h in rest[used:] if h.id not in placed]
+    page = shown[start : start + top_k]
+    run.counts["expanded"] = sum(1 for h in page if "rrf_expanded_from" in h.metadata)
+    return page
 
 
 #: The result stages, in the order they run (the module doc says what each does).
@@ -414,6 +429,7 @@ STAGES: tuple[Stage, ...] = (
           depth=lambda q: q.options.rerank_k or 0),
     Stage("pinned_first", lambda r: bool(r.query.options.pinned_ids),
           lambda hits, r: pinned_first(hits, r.query.top_k)),
-    Stage("page", _always, _page, depth=lambda q: q.options.offset + q.top_k),
-    Stage("expand", lambda r: r.expand is not None, _expanded, timed=True),
+    Stage("page", lambda r: r.expand is None, _page, depth=lambda q: q.options.offset + q.top_k),
+    Stage("expand", lambda r: r.expand is not None, _expanded_page, timed=True,
+          depth=lambda q: q.options.offset + q.top_k),
 )
