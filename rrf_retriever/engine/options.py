@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, cast
 
+from rrf_retriever.engine.paths import Unscoped
 from rrf_retriever.engine.rerank import check_reranker, default_rerank_k
 from rrf_retriever.engine.settings import RetrievalSettings, check_dense_paths, check_diversity
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
@@ -104,11 +105,12 @@ class SearchOptions:
     rerank_k: int | None = field(default=None, metadata=_meta(
         lambda n: check_top_k(n, "rerank_k"),
         "Candidates the reranker sees (default ``max(2 * top_k, 20)``)."))
-    dense_paths: Mapping[str, FilterSpec | None] | None = field(default=None, metadata=_meta(
+    dense_paths: Mapping[str, FilterSpec | Unscoped | None] | None = field(default=None, metadata=_meta(
         check_dense_paths,
-        "``{name: filter or None}``: extra dense legs over the main dense store, each with its own filter instead "
-        "of ``filter`` (None: unfiltered; ``exclude_ids`` still apply), weighted by ``weights[name]`` (default: the "
-        "dense leg's); the query is embedded once for all of them. None: the settings'."))
+        "``{name: filter or None}``: extra dense legs over the main dense store, each searching with ``filter`` AND "
+        "its own (None: ``filter`` alone; ``UNSCOPED``: the whole store, single-tenant only; ``exclude_ids`` "
+        "always apply), weighted by ``weights[name]`` (default: the dense leg's); the query is embedded once for "
+        "all of them. None: the settings'."))
     expand_limit: int | None = field(default=None, metadata=_meta(
         lambda n: check_top_k(n, "expand_limit"),
         "At most this many 1-hop neighbours (default ``top_k``), with the engine's ``expand`` / ``links_key``."))

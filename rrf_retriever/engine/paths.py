@@ -1,11 +1,15 @@
-"""Multi-path dense retrieval: more dense legs over the main dense store, each with its own filter.
+"""Multi-path dense retrieval: more dense legs over the main dense store, each narrowing the query's scope.
 
-One embedding, several scopes: ``dense_paths={"dense_all": None}`` adds a leg ``dense_all`` that searches the
-main dense store UNFILTERED next to the filtered ``dense`` leg, fused with the keyword leg, each tagged in
-``rrf_ranks``. A path's filter REPLACES the query's filter for that path only (None: no filter); the query's
-``exclude_ids`` always apply. A path is the only way a query reaches outside its filter, and it is explicit: it
-must be named in ``dense_paths`` (a setting or a search argument). The query vector is shared: every path has the
-main leg's embedding model, and the engine embeds once per model.
+One embedding, several filters: ``dense_paths={"recent": {"year": {"$gte": 2024}}}`` adds a leg ``recent`` that
+searches the main dense store with the query's filter AND its own, fused with the other legs and tagged in
+``rrf_ranks``; ``None`` as a path's filter is the query's scope alone. The query's scope bounds every leg: a path
+never reaches outside the caller's filter, so a memory service that scopes by session cannot leak through one.
+The query's ``exclude_ids`` always apply. The query vector is shared: every path has the main leg's embedding
+model, and the engine embeds once per model.
+
+Single-tenant opt-out: :data:`UNSCOPED` as a path's filter (``dense_paths={"dense_all": UNSCOPED}``) searches
+the whole dense store next to the filtered legs. It is a Python object, so no JSON request (POST /search) can
+name it: only code the operator writes can.
 
 Example:
     >>> from rrf_retriever.embeddings import HashingEmbedding
@@ -18,27 +22,46 @@ Example:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.engine.legs import DenseLeg, Leg
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
+from rrf_retriever.scope.tree import AllOf, FilterSpec, NormalizedFilter
 from rrf_retriever.types import Hit
 
-__all__ = ["DensePathLeg", "main_dense_leg", "path_legs"]
+__all__ = ["UNSCOPED", "DensePathLeg", "Unscoped", "main_dense_leg", "path_legs"]
+
+
+class Unscoped(enum.Enum):
+    """The type of :data:`UNSCOPED` (an enum member: one object, picklable, never parsed from JSON)."""
+
+    UNSCOPED = "unscoped"
+
+
+#: A dense path's filter that searches the whole dense store, outside the query's scope (single-tenant use only).
+UNSCOPED = Unscoped.UNSCOPED
 
 
 class DensePathLeg(Leg):
-    """A read-only leg over another dense leg's store, with its own fixed filter (None: unfiltered)."""
+    """A read-only leg over another dense leg's store: the query's filter AND its own (``scoped``), or its own
+    alone (``scoped=False``, the :data:`UNSCOPED` opt-out; ``flt`` None: the whole store)."""
 
     kind = "dense"
 
-    def __init__(self, base: Leg, flt: NormalizedFilter | None) -> None:
+    def __init__(self, base: Leg, flt: NormalizedFilter | None, scoped: bool = True) -> None:
         self.base = base
         self.flt = flt
+        self.scoped = scoped
         self.embedding = base.embedding  # the same model object: the query is embedded once for all paths
+
+    def within(self, query_filter: NormalizedFilter | None) -> NormalizedFilter | None:
+        """The filter this path searches with, for a query filtered by ``query_filter``."""
+        if not self.scoped or query_filter is None:
+            return self.flt
+        return query_filter if self.flt is None else AllOf((query_filter, self.flt))
 
     @property
     def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
@@ -46,11 +69,11 @@ class DensePathLeg(Leg):
 
     def search(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
                exclude_ids: frozenset[str]) -> list[Hit]:
-        return self.base.search(query, vector, limit, self.flt, exclude_ids)
+        return self.base.search(query, vector, limit, self.within(flt), exclude_ids)
 
     async def asearch(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
                       exclude_ids: frozenset[str]) -> list[Hit]:
-        return await self.base.asearch(query, vector, limit, self.flt, exclude_ids)
+        return await self.base.asearch(query, vector, limit, self.within(flt), exclude_ids)
 
 
 def main_dense_leg(legs: Mapping[str, Leg]) -> str:
@@ -69,8 +92,11 @@ def main_dense_leg(legs: Mapping[str, Leg]) -> str:
     raise InvalidArgumentError(msg)
 
 
-def path_legs(legs: Mapping[str, Leg], paths: Mapping[str, FilterSpec | None]) -> list[tuple[str, Leg]]:
-    """One :class:`DensePathLeg` per path (``{name: filter or None}``, validated), over :func:`main_dense_leg`.
+def path_legs(
+    legs: Mapping[str, Leg], paths: Mapping[str, FilterSpec | Unscoped | None]
+) -> list[tuple[str, Leg]]:
+    """One :class:`DensePathLeg` per path (``{name: filter, None or UNSCOPED}``, validated), over
+    :func:`main_dense_leg`.
 
     Raises:
         InvalidArgumentError: a path named like a source, or no dense store to search.
@@ -85,6 +111,9 @@ def path_legs(legs: Mapping[str, Leg], paths: Mapping[str, FilterSpec | None]) -
     base = legs[main_dense_leg(legs)]
     out: list[tuple[str, Leg]] = []
     for name, flt in paths.items():
-        normalized: Any = normalize_filter(flt)
-        out.append((name, DensePathLeg(base, normalized)))
+        if flt is UNSCOPED:
+            out.append((name, DensePathLeg(base, None, scoped=False)))
+        else:
+            normalized: Any = normalize_filter(flt)
+            out.append((name, DensePathLeg(base, normalized)))
     return out

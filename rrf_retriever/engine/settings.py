@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rrf_retriever.engine.paths import UNSCOPED, Unscoped
 from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import FUSIONS
@@ -72,8 +73,9 @@ class RetrievalSettings:
             object with ``rerank_hits``); None (default): no reranking. ``to_dict`` shows its name only.
         rerank_k: How many fused candidates the reranker sees; None: ``max(2 * top_k, 20)``.
         dense_paths: Extra dense legs over the main dense store, ``{name: filter or None}``: each searches with
-            its OWN filter (None: unfiltered) instead of the query's, with the query's ``exclude_ids``; its weight
-            is ``weights[name]`` (default: the main dense leg's). Empty (default): none.
+            the query's filter AND its own (None: the query's alone; :data:`~rrf_retriever.engine.paths.UNSCOPED`:
+            the whole store, single-tenant only), with the query's ``exclude_ids``; its weight is
+            ``weights[name]`` (default: the main dense leg's). Empty (default): none.
         expand_limit: At most this many neighbours from 1-hop expansion; None: ``top_k``.
 
     Example:
@@ -91,7 +93,7 @@ class RetrievalSettings:
     diversity: float | None = None
     reranker: Any = None
     rerank_k: int | None = None
-    dense_paths: Mapping[str, FilterSpec | None] = field(default_factory=lambda: MappingProxyType({}))
+    dense_paths: Mapping[str, FilterSpec | Unscoped | None] = field(default_factory=lambda: MappingProxyType({}))
     expand_limit: int | None = None
 
     def __post_init__(self) -> None:
@@ -143,7 +145,7 @@ class RetrievalSettings:
         """A JSON-able view (for the settings service and logs); the reranker shows as its name."""
         out = dict(vars(self))  # the fields, in order (a frozen dataclass holds nothing else)
         out["weights"] = dict(self.weights)
-        out["dense_paths"] = dict(self.dense_paths)
+        out["dense_paths"] = {k: "UNSCOPED" if v is UNSCOPED else v for k, v in self.dense_paths.items()}
         out["reranker"] = reranker_name(self.reranker)
         return out
 
@@ -158,8 +160,8 @@ def check_diversity(value: object) -> float:
     return check_number(value, "diversity (the MMR lambda)", high=1.0)
 
 
-def check_dense_paths(paths: object) -> dict[str, FilterSpec | None] | None:
-    """Validate ``dense_paths`` (``{name: filter or None}``): names are non-empty strings, filters parse.
+def check_dense_paths(paths: object) -> dict[str, FilterSpec | Unscoped | None] | None:
+    """Validate ``dense_paths`` (``{name: filter, None or UNSCOPED}``): names are non-empty strings, filters parse.
 
     The filters are kept as given (JSON-able for ``to_dict``); the query normalizes them.
 
@@ -169,12 +171,15 @@ def check_dense_paths(paths: object) -> dict[str, FilterSpec | None] | None:
     """
     if paths is None:
         return None
-    given = check_mapping(paths, "dense_paths", "path name to its filter (or None: unfiltered)")
-    out: dict[str, FilterSpec | None] = {}
+    given = check_mapping(paths, "dense_paths", "path name to its filter (or None: the query's scope alone)")
+    out: dict[str, FilterSpec | Unscoped | None] = {}
     for name, flt in given.items():
         if not check_str(name, "a dense_paths name"):
             msg = "dense_paths names must be non-empty strings"
             raise InvalidArgumentError(msg)
+        if flt is UNSCOPED:  # the single-tenant opt-out, a Python object: no JSON request can name it
+            out[name] = flt
+            continue
         normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
         out[name] = None if flt is None else dict(check_mapping(flt, f"dense_paths[{name!r}]", "a filter"))
     return out

@@ -60,9 +60,12 @@ def test_diversity_paging_pinned_dense_paths_and_expansion(client: httpx.Client)
     fused = [h["id"] for h in post(client, top_k=24, rerank=False)["hits"]]
     diverse = post(client, top_k=4, diversity=0.2, rerank=False)
     assert diverse["trace"]["stage_counts"]["diversity_vectors"] > 4
+    # Pages slice ONE expanded list: the fused results page 1's neighbours pushed out open page 2.
+    first = post(client, top_k=4, offset=0, diversity=1.0, rerank=False)
     page = post(client, top_k=4, offset=4, diversity=1.0, rerank=False)
     page_ids = [h["id"] for h in page["hits"]]
-    assert len(page_ids) + len(page["neighbours"]) == 4 and page_ids == fused[4 : 4 + len(page_ids)]
+    seeds = [h["id"] for h in first["hits"]] + page_ids
+    assert len(page_ids) + len(page["neighbours"]) == 4 and seeds == fused[: len(seeds)]
     pinned = post(client, top_k=3, diversity=0.2, pinned_ids=[fused[-1]])
     assert fused[-1] in [h["id"] for h in pinned["hits"]]
     paths = post(client, top_k=24, filter={"session_id": 1}, dense_paths={"dense_all": None}, rerank=False)
