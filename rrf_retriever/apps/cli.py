@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
-from rrf_retriever.apps.cli_options import parse_dense_paths, parse_filters, search_options
+from rrf_retriever.apps.cli_options import check_host, check_port, parse_dense_paths, parse_filters, search_options
 from rrf_retriever.apps.console import (
     UsageError,
     check_beir_files,
@@ -352,8 +352,9 @@ def _check_judged_documents(engine: Any, qrels: dict[str, dict[str, int]], index
 @app.command("serve")
 def serve_command(
     index_dir: Path = IndexDir,
-    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8000, help="Port."),
+    host: str = typer.Option("127.0.0.1", callback=check_host,
+                             help="Interface to bind: an IP address or a host name (0.0.0.0 or :: = every one)."),
+    port: int = typer.Option(8000, callback=check_port, help="Port, 1 to 65535."),
     api_key: str | None = typer.Option(None, envvar="RRF_RETRIEVER_API_KEY", show_default=False, metavar="KEY",
                                        help="Require 'Authorization: Bearer KEY' on every route but /health."),
     allowed_host: list[str] | None = typer.Option(None, "--allowed-host", show_default=False, metavar="HOST",
