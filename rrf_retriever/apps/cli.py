@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
-from rrf_retriever.apps.cli_options import parse_dense_paths, parse_filters, search_options
+from rrf_retriever.apps.cli_options import check_host, check_port, parse_dense_paths, parse_filters, search_options
 from rrf_retriever.apps.console import (
     UsageError,
     check_beir_files,
@@ -40,6 +40,8 @@ from rrf_retriever.apps.console import (
     index_documents,
     iter_documents,
     progress_bar,
+    read_documents,
+    sync_folder,
     trace_table,
 )
 from rrf_retriever.apps.tune_command import register_tune_command
@@ -135,7 +137,8 @@ IndexDir = typer.Option(..., "--index-dir", "-d", help="The index directory.", s
 def index_command(
     path: Path = typer.Argument(..., metavar="PATH", show_default=False,
                                 help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata} lines, or a "
-                                     "folder of .txt/.md files (a markdown file's first '# heading' is its title)."),
+                                     "folder of .txt/.md/.markdown files (a markdown file's first '# heading' is its "
+                                     "title; empty files are skipped)."),
     index_dir: Path = IndexDir,
     embedder: str | None = typer.Option(
         None, help="'minilm' (offline all-MiniLM-L6-v2, the default for a new index), 'minilm-int8' (int8, ~2.5x "
@@ -152,15 +155,18 @@ def index_command(
         None, help="With --keyword qdrant --dense qdrant: the Qdrant server or cluster holding both legs in one "
                    "collection (API key from QDRANT_API_KEY). Without it both legs share one local collection."),
 ) -> None:
-    """Index documents (upsert: re-indexing updates documents with the same id)."""
+    """Index documents (upsert: re-indexing updates documents with the same id). A folder is synced: the documents
+    of its files deleted or emptied since the last run are deleted."""
     from rrf_retriever.index.directory import create_index
     from rrf_retriever.index.manifest import refresh_manifest, save_manifest
 
     with _user_errors():
-        total, docs = iter_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
+        found = read_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
         engine = create_index(index_dir, embedder=embedder, analyzer=language, keyword=keyword, dense=dense, url=url)
         try:
-            done, _ = index_documents(engine, total, docs)
+            done, _ = index_documents(engine, found.total, found.rows)
+            # after the upsert: an interrupted run deletes nothing
+            removed = sync_folder(engine, found.folder_ids) if found.folder_ids is not None else 0
             manifest = save_manifest(index_dir, engine)
         except BaseException:
             # Interrupted (Ctrl-C, a bad document): the manifest still counts what the stores really hold.
@@ -169,7 +175,9 @@ def index_command(
             raise
         finally:
             engine.close()
-    console.print(f"indexed {done} document(s) from {path}; {index_dir} now holds {manifest['doc_count']} "
+    notes = "".join([f"; skipped {found.skipped} empty file(s)" if found.skipped else "",
+                     f"; deleted {removed} document(s) of files no longer there" if removed else ""])
+    console.print(f"indexed {done} document(s) from {path}{notes}; {index_dir} now holds {manifest['doc_count']} "
                   f"(embedder {manifest['embedder']})", highlight=False)
 
 
@@ -353,8 +361,9 @@ def _check_judged_documents(engine: Any, qrels: dict[str, dict[str, int]], index
 @app.command("serve")
 def serve_command(
     index_dir: Path = IndexDir,
-    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8000, help="Port."),
+    host: str = typer.Option("127.0.0.1", callback=check_host,
+                             help="Interface to bind: an IP address or a host name (0.0.0.0 or :: = every one)."),
+    port: int = typer.Option(8000, callback=check_port, help="Port, 1 to 65535."),
     api_key: str | None = typer.Option(None, envvar="RRF_RETRIEVER_API_KEY", show_default=False, metavar="KEY",
                                        help="Require 'Authorization: Bearer KEY' on every route but /health."),
     allowed_host: list[str] | None = typer.Option(None, "--allowed-host", show_default=False, metavar="HOST",

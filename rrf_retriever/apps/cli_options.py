@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +25,9 @@ from rrf_retriever.scope.cli_syntax import parse_filter_item
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.validate import check_number
 
-__all__ = ["parse_dense_paths", "parse_filters", "parse_weights", "search_options"]
+__all__ = ["check_host", "check_port", "parse_dense_paths", "parse_filters", "parse_weights", "search_options"]
+
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 def search_options(
@@ -140,3 +144,54 @@ def parse_weights(semantic: float | None, keyword: float | None) -> dict[str, fl
         msg = "--semantic-weight and --keyword-weight are both 0: nothing would be searched"
         raise UsageError(msg)
     return weights or None
+
+
+def check_host(host: str) -> str:
+    """``serve --host``: an IP address (v4, or v6 without brackets, a zone such as ``%eth0`` allowed) or a host name
+    (RFC 1123 labels: letters, digits, inner hyphens; at most 253 characters), checked before anything starts.
+
+    Example:
+        >>> check_host("0.0.0.0"), check_host("::1"), check_host("search.example.org")
+        ('0.0.0.0', '::1', 'search.example.org')
+        >>> check_host("http://localhost")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ...
+        click.exceptions.BadParameter: 'http://localhost' is not an IP address or a host name ...
+
+    Raises:
+        typer.BadParameter: a malformed host (typer prints it as a usage error, exit code 2).
+    """
+    import typer
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    # an all-numeric name is a mistyped address, not a host name (no top-level domain is numeric)
+    if (0 < len(host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit()):
+        return host
+    shown = repr(host) if len(host) <= 60 else repr(host[:57]) + "..."
+    msg = f"{shown} is not an IP address or a host name (use 0.0.0.0 or :: for every interface)"
+    raise typer.BadParameter(msg)
+
+
+def check_port(port: int) -> int:
+    """``serve --port``: 1 to 65535, checked before anything starts (uvicorn fails on another with a long traceback).
+
+    Example:
+        >>> check_port(8000)
+        8000
+
+    Raises:
+        typer.BadParameter: a port out of range (typer prints it as a usage error, exit code 2).
+    """
+    import typer
+
+    if not 1 <= port <= 65535:
+        shown = str(port) if len(str(port)) <= 20 else f"a number of {len(str(port))} digits"
+        msg = f"a port is from 1 to 65535, not {shown}"
+        raise typer.BadParameter(msg)
+    return port

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "rich", "cli", "the rrf-retriever command") from exc
 
-__all__ = ["UsageError", "check_beir_files", "console", "err_console", "hits_table", "index_documents",
-           "iter_documents", "markdown_title", "progress_bar", "trace_table"]
+__all__ = ["TEXT_SUFFIXES", "Documents", "UsageError", "check_beir_files", "console", "err_console", "hits_table",
+           "index_documents", "iter_documents", "markdown_title", "progress_bar", "read_documents", "sync_folder",
+           "trace_table"]
 
 BATCH = 256
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+#: The files a folder index reads (the ``index`` command's help and the README name the same).
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -106,15 +109,41 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
+@dataclass
+class Documents:
+    """What :func:`read_documents` found under a path."""
+
+    #: How many documents ``rows`` yields.
+    total: int
+    #: ``(id, text, metadata)`` of each document, read lazily.
+    rows: Iterator[tuple[str, str, dict[str, Any]]]
+    #: For a folder of text files: the ids (relative paths) of its non-empty files, which a sync keeps; else None.
+    folder_ids: list[str] | None = None
+    #: Whitespace-only files skipped.
+    skipped: int = 0
+
+
 def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, Any]]]]:
+    """``(number of documents, iterator of (id, text, metadata))`` under ``path`` (:func:`read_documents`)."""
+    found = read_documents(path)
+    return found.total, found.rows
+
+
+def _read_text(f: Path) -> str:
+    return f.read_text(encoding="utf-8", errors="replace")
+
+
+def read_documents(path: Path) -> Documents:
     """The documents under ``path``: a jsonl file, a BEIR folder (its corpus.jsonl), or a folder of text files.
 
     A jsonl is checked whole first (valid lines, no duplicate id: the error names both lines), so a bad file writes
-    nothing. Text files (.txt, .md, .markdown, .rst) get their relative path as id and ``{"path": ...}`` as
-    metadata; a markdown file's first ``# heading`` is also its ``title`` (the keyword store's title field).
+    nothing. Text files (:data:`TEXT_SUFFIXES`: .txt, .md, .markdown) get their relative path as id and
+    ``{"path": ...}`` as metadata; a markdown file's first ``# heading`` is also its ``title`` (the keyword store's
+    title field). A whitespace-only file is skipped (counted in ``skipped``).
 
-    Returns:
-        (number of documents, iterator of (id, text, metadata)).
+    Raises:
+        UsageError: nothing to read (a missing path, another kind of file, a folder without text files or with
+            only empty ones).
     """
     if not path.exists():
         msg = f"{path} does not exist"
@@ -126,16 +155,21 @@ def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, 
             msg = f"{path}: expected a .jsonl file (BEIR corpus or {{id, text, metadata}} lines) or a folder"
             raise UsageError(msg)
         total = _check_jsonl(path)
-        return total, ((doc_id, text, metadata) for _, doc_id, text, metadata in _jsonl_rows(path))
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
-    if not files:
+        return Documents(total, ((doc_id, text, metadata) for _, doc_id, text, metadata in _jsonl_rows(path)))
+    candidates = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    if not candidates:
         msg = f"{path}: no .jsonl corpus and no {', '.join(TEXT_SUFFIXES)} files in this folder"
+        raise UsageError(msg)
+    # read once up front to skip the empty ones (the count is the progress bar's total and the sync's list)
+    files = [f for f in candidates if _read_text(f).strip()]
+    if not files:
+        msg = f"{path}: its {len(candidates)} {'/'.join(TEXT_SUFFIXES)} file(s) are all empty: nothing to index"
         raise UsageError(msg)
 
     def read() -> Iterator[tuple[str, str, dict[str, Any]]]:
         for f in files:
             rel = f.relative_to(path).as_posix()
-            text = f.read_text(encoding="utf-8", errors="replace")
+            text = _read_text(f)
             metadata: dict[str, Any] = {"path": rel}
             if f.suffix.lower() in (".md", ".markdown"):
                 title = markdown_title(text)
@@ -143,7 +177,15 @@ def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, 
                     metadata["title"] = title
             yield rel, text, metadata
 
-    return len(files), read()
+    ids = [f.relative_to(path).as_posix() for f in files]
+    return Documents(len(files), read(), folder_ids=ids, skipped=len(candidates) - len(files))
+
+
+def sync_folder(engine: Any, kept: Sequence[str]) -> int:
+    """Delete the documents of files no longer in the folder: every document with a ``path`` metadata (what a
+    folder index writes) whose path is not in ``kept``. Returns how many were deleted (journaled, all or none)."""
+    flt = {"$and": [{"path": {"$exists": True}}, {"path": {"$nin": list(kept)}}]}
+    return int(engine.delete_where(flt))
 
 
 def check_beir_files(root: Path, split: str) -> None:

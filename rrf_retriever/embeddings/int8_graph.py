@@ -19,10 +19,9 @@ Example:
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
 
+from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish
 from rrf_retriever.embeddings.onnx_graph import GRAPH_VERSION, build_graph, weights_hash
 
 __all__ = ["INT8_VERSION", "build_or_load_int8", "int8_path"]
@@ -47,11 +46,12 @@ def int8_path(model_dir: Path, cache_dir: Path) -> Path:
 def build_or_load_int8(model_dir: Path, cache_dir: Path) -> Path:
     """Return the cached int8 graph for ``model_dir``, quantising it once if needed (~5 s).
 
-    The write is atomic (temporary file in the same directory, then ``os.replace``), so concurrent first uses
-    never see a half-written file.
+    The write is atomic and durable (:func:`~rrf_retriever.embeddings.graph_cache.publish`: the file fsynced,
+    renamed, the directory fsynced), so concurrent first uses never see a half-written file.
 
     Raises:
         ImportError: ``onnx``, ``numpy``, ``safetensors`` or ``onnxruntime.quantization`` is missing.
+        EmbeddingError: ``cache_dir`` is a file, lies under one, or cannot be written.
     """
     target = int8_path(model_dir, cache_dir)
     if target.is_file():
@@ -59,26 +59,27 @@ def build_or_load_int8(model_dir: Path, cache_dir: Path) -> Path:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = new_temp_file(target)  # an unusable cache_dir fails here, before the quantisation
     fused = build_graph(model_dir, fused=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=cache_dir)
-    os.close(fd)
     quant_logger = logging.getLogger()  # the quantiser warns on the root logger ("consider pre-processing")
     level = quant_logger.level
     try:
         quant_logger.setLevel(max(level, logging.ERROR))
         quantize_dynamic(
             fused,
-            tmp_name,
+            str(tmp),
             op_types_to_quantize=["MatMul", "Attention"],
             per_channel=True,
             weight_type=QuantType.QInt8,
             # Shape inference cannot type the contrib ops' outputs: they are all float.
             extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
-        os.replace(tmp_name, target)
+        publish(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise cache_error(cache_dir, exc) from exc
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     finally:
         quant_logger.setLevel(level)

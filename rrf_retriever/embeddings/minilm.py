@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, check_texts
 from rrf_retriever.errors import (
     DimensionMismatchError,
+    EmbeddingError,
     InvalidArgumentError,
     RRFRetrieverError,
     missing_dependency,
@@ -80,7 +81,10 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             one text (cosine ~0.99 between the two); the default of 1 keeps it a function of the text alone, as
             closely equal to fp32 as larger batches and no slower.
         max_length: Token limit per text.
-        cache_dir: Where the built graph is kept.
+        cache_dir: Where the built graph is kept. A cached graph onnxruntime cannot load (a copy cut short, a
+            full disk) is rebuilt once; a ``cache_dir`` that is a file, lies under a file or cannot be written is
+            an :class:`~rrf_retriever.errors.EmbeddingError` naming it (no silent in-memory fallback: the build
+            would be paid again by every process). Running as root, permission bits do not stop the write.
         threads: onnxruntime intra-op threads (default: onnxruntime's choice, the physical cores; 1 when
             ``workers`` > 1).
         workers: Batches :meth:`embed_array` runs at once, each on its own thread of the one session (default 1:
@@ -94,6 +98,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             (extra ``local``).
         InvalidArgumentError: a bad ``max_length``, ``batch_size`` or ``precision``, or an incomplete
             ``model_dir``.
+        EmbeddingError: an unusable ``cache_dir``, or a graph onnxruntime cannot load even rebuilt.
 
     Example:
         >>> emb = MiniLMEmbedding()  # doctest: +SKIP
@@ -178,7 +183,19 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         # No busy-waiting between ops: on a shared or busy machine spinning threads steal the CPU the
         # other thread needs (measured: faster under load, equal when idle).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
+        try:
+            self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as first:  # onnxruntime's own classes (InvalidProtobuf, Fail, ...): a corrupt cached file
+            # a cut copy or a full disk left a file no session loads: rebuild it once (atomically), then give up
+            self.onnx_path.unlink(missing_ok=True)
+            self.onnx_path = build(self.model_dir, cache)
+            try:
+                self._session = ort.InferenceSession(str(self.onnx_path), options,
+                                                     providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                msg = (f"MiniLMEmbedding: onnxruntime cannot load {self.onnx_path}, even rebuilt ({exc}; first: "
+                       f"{first}); delete it or pass another cache_dir=")
+                raise EmbeddingError(msg) from exc
         self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256
         # and pads per batch.

@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish
 
 __all__ = ["GRAPH_VERSION", "build_graph", "build_or_load", "weights_hash"]
 
@@ -235,23 +235,24 @@ def _fused_layers(x: str, w: Any, const: Any, node: Any, *, layers: int, heads: 
 def build_or_load(model_dir: Path, cache_dir: Path) -> Path:
     """Return the path of the cached ONNX graph for ``model_dir``, building it once if needed.
 
-    The file name holds the weights' hash and :data:`GRAPH_VERSION`; the write is atomic (temporary file in
-    the same directory, then ``os.replace``), so concurrent first uses never see a half-written file.
+    The file name holds the weights' hash and :data:`GRAPH_VERSION`; the write is atomic and durable
+    (:func:`~rrf_retriever.embeddings.graph_cache.publish`), so concurrent first uses never see a half-written file.
+
+    Raises:
+        EmbeddingError: ``cache_dir`` is a file, lies under one, or cannot be written.
     """
     key = weights_hash(model_dir / "model.safetensors")
     target = cache_dir / f"all-minilm-l6-v2-{key}-g{GRAPH_VERSION}.onnx"
     if target.is_file():
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    payload = build_graph(model_dir).SerializeToString()
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=cache_dir)
+    tmp = new_temp_file(target)  # an unusable cache_dir fails here, before the build
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, target)
+        tmp.write_bytes(build_graph(model_dir).SerializeToString())
+        publish(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise cache_error(cache_dir, exc) from exc
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return target

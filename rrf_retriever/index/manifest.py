@@ -26,6 +26,7 @@ from typing import Any
 from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import IndexDirectoryError, RRFRetrieverError
+from rrf_retriever.index.manifest_fields import check_fields
 from rrf_retriever.index.registry import (
     BM25_DIR,
     DEFAULT_COLLECTION,
@@ -66,7 +67,6 @@ MANIFEST_FILE = "rrf-index.json"
 #: The engine's write-ahead journal: a batch interrupted by a crash is redone in both stores on the next open.
 JOURNAL_FILE = "journal.sqlite3"
 FORMAT_VERSION = 1
-_REQUIRED_KEYS = ("format", "embedder", "collection", "created", "doc_count")
 #: The prefix of a store kind that is an object passed in (``"external:<Class>"``), not one the layout builds.
 EXTERNAL = "external:"
 #: What an index directory may hold (hidden files, e.g. temporary ones, are ignored).
@@ -80,7 +80,8 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check ``rrf-index.json`` of an index directory.
 
     Raises:
-        IndexDirectoryError: the directory or its manifest is missing or unreadable.
+        IndexDirectoryError: the directory or its manifest is missing or unreadable, or a field of the manifest
+            holds something of the wrong type (:func:`~rrf_retriever.index.manifest_fields.check_fields`).
     """
     root = Path(path)
     manifest_file = root / MANIFEST_FILE
@@ -95,9 +96,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         msg = f"corrupt index at {root}: {MANIFEST_FILE} is not valid JSON ({exc})"
         raise IndexDirectoryError(msg) from exc
-    if not isinstance(manifest, dict) or any(key not in manifest for key in _REQUIRED_KEYS):
-        msg = f"corrupt index at {root}: {MANIFEST_FILE} lacks one of {list(_REQUIRED_KEYS)}"
-        raise IndexDirectoryError(msg)
+    check_fields(manifest, f"corrupt index at {root}: {MANIFEST_FILE}")
     if manifest["format"] != FORMAT_VERSION:
         msg = f"index at {root} has format {manifest['format']!r}; this version reads format {FORMAT_VERSION}"
         raise IndexDirectoryError(msg)

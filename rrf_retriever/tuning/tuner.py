@@ -40,6 +40,7 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreEr
 from rrf_retriever.fusion import fuse
 from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, MANIFEST_SETTINGS_KEY, save_manifest
 from rrf_retriever.tuning.grid import Setting, TuneGrid
+from rrf_retriever.tuning.judged_input import judged_queries
 from rrf_retriever.tuning.metrics import metric_value, parse_metric
 from rrf_retriever.tuning.report import FoldResult, TuneReport
 from rrf_retriever.tuning.statistics import paired_bootstrap_ci
@@ -51,31 +52,19 @@ __all__ = ["MANIFEST_TUNING_KEY", "save_settings", "tune"]
 MANIFEST_TUNING_KEY = "tuning"
 
 
-def _query_specs(queries: Mapping[str, Any], qrels: Mapping[str, Mapping[str, int]]
-                 ) -> list[tuple[str, str, Any, Any]]:
-    """``[(qid, text, filter, exclude_ids)]`` for every judged query, in qrels order."""
-    if not isinstance(queries, Mapping) or not isinstance(qrels, Mapping):
-        msg = "queries and qrels must be mappings: {query_id: text or {'text', 'filter'}}, {query_id: {doc: grade}}"
-        raise InvalidTypeError(msg)
-    missing = [q for q in qrels if q not in queries]
-    if missing:
-        msg = f"{len(missing)} judged query id(s) have no text in queries: {sorted(missing)[:5]}"
-        raise InvalidArgumentError(msg)
-    specs = []
-    for qid in qrels:
-        spec = queries[qid]
-        if isinstance(spec, str):
-            specs.append((str(qid), spec, None, None))
-        elif isinstance(spec, Mapping) and isinstance(spec.get("text"), str):
-            unknown = sorted(set(spec) - {"text", "filter", "exclude_ids"})
-            if unknown:
-                msg = f"query {qid!r}: unknown key(s) {unknown}; a query is text or {{'text', 'filter', 'exclude_ids'}}"
-                raise InvalidArgumentError(msg)
-            specs.append((str(qid), spec["text"], spec.get("filter"), spec.get("exclude_ids")))
-        else:
-            msg = f"query {qid!r} must be a string or a mapping with a 'text' string, not {type(spec).__name__}"
-            raise InvalidTypeError(msg)
-    return specs
+def _check_judged_stored(engine: Any, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Refuse an index holding none of the judged relevant documents: every setting would score 0, and the report
+    would say nothing but that (an engine without a store to look in, only function legs, is not checked here)."""
+    judged = sorted({doc for docs in qrels.values() for doc, grade in docs.items() if grade > 0})
+    if not judged or not engine.count():
+        return
+    for start in range(0, len(judged), 1000):
+        if engine.get(judged[start:start + 1000]):
+            return
+    shown = ", ".join(judged[:3]) + (", ..." if len(judged) > 3 else "")
+    msg = (f"none of the {len(judged)} judged document ids ({shown}) is in the index: was it built from another "
+           "corpus? Every setting would score 0; index the corpus the qrels judge")
+    raise InvalidArgumentError(msg)
 
 
 def _leg_lists(engine: Any, specs: Sequence[tuple[str, str, Any, Any]], depth: int
@@ -144,7 +133,9 @@ def tune(
         engine: A :class:`~rrf_retriever.engine.HybridEngine` (``retriever.engine``; ``retriever.tune`` passes it).
         queries: ``{query_id: text}`` or ``{query_id: {"text": ..., "filter": ..., "exclude_ids": [...]}}``
             (a filter is applied inside the stores, as in a real query). Ids not in ``qrels`` are ignored.
-        qrels: ``{query_id: {doc_id: grade}}``; grade > 0 is relevant. Every judged query needs a text.
+        qrels: ``{query_id: {doc_id: grade}}``; grade > 0 is relevant. Every judged query needs a text. Ids are
+            strings (an ``int`` id is converted with ``str``, in both mappings); a grade is an ``int`` from 0 to
+            :data:`~rrf_retriever.tuning.judged_input.MAX_GRADE` (see :mod:`~rrf_retriever.tuning.judged_input`).
         metric: ``"ndcg@10"`` (default), ``"mrr@10"``, ``"recall@20"``, ``"precision@5"``, ``"map@10"``,
             ``"hit_rate@5"``; without a cutoff, the settings' ``top_k``.
         folds: k of the k-fold cross-validation (at most the number of queries; >= 2).
@@ -162,12 +153,15 @@ def tune(
         A :class:`TuneReport` (``print(report)`` or ``report.to_markdown()``; ``report.plot()``).
 
     Raises:
-        InvalidArgumentError / InvalidTypeError: bad queries, qrels, metric or folds.
+        InvalidArgumentError / InvalidTypeError: bad queries, qrels (a grade ``"1"``, ``None``, ``1.0``, negative or
+            huge; a list for a mapping), metric or folds; or nothing to tune: the qrels judge no document relevant,
+            the index holds none of the judged documents, or no setting ranks one in the top ``cutoff`` of any query
+            (every score would be 0: refused rather than reported as all zeros, and nothing is applied).
         StoreError: a leg failed during the searches (tuning on degraded results would be wrong).
     """
     started = time.perf_counter()
     name, cut = parse_metric(metric)
-    specs = _query_specs(queries, qrels)
+    specs, qrels = judged_queries(queries, qrels)
     n = len(specs)
     if isinstance(folds, bool) or not isinstance(folds, int):
         msg = f"folds must be an integer >= 2, not {folds!r}"
@@ -176,6 +170,7 @@ def tune(
         msg = f"cross-validation needs folds >= 2 and at least 2 judged queries (got folds={folds}, {n} queries)"
         raise InvalidArgumentError(msg)
     folds = min(folds, n)
+    _check_judged_stored(engine, qrels)
     grid = grid or TuneGrid()
     current_settings = engine.settings
     cutoff = cut if cut is not None else current_settings.top_k
@@ -211,6 +206,10 @@ def tune(
             ids = [h.id for h in fused if not (ignore_identical_ids and h.id == qid)]
             row.append(metric_value(name, ids, qrels[qid], cutoff))
         scores.append(row)
+    if not any(any(row) for row in scores):
+        msg = (f"no setting ranks a judged relevant document in the top {cutoff} of any of the {n} queries: every "
+               "score is 0, nothing to tune (are the qrels for this index's corpus?)")
+        raise InvalidArgumentError(msg)
 
     # 3. k-fold cross-validation: choose on the other folds, score on the held-out one, next to the current
     order = list(range(n))
