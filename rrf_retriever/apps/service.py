@@ -10,8 +10,8 @@ Endpoints (OpenAPI docs at ``/docs``):
   NaN/infinity, a negative weight or ``k``, ``topK``/``fetchK`` outside 1..10000, both weights 0, or a ``fetchK``
   below ``topK`` (after the change; a leg must fetch at least the results returned: raise ``fetchK`` or set it to
   ``null``) -> 422 and nothing changes. A valid change is one atomic settings swap: the next request uses it.
-- ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score, ranks,
-  scores) and the trace (per-leg latency, hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``,
+- ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score,
+  normalized_score, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace (per-leg latency, hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``,
   the seed client's spelling) becomes the filter ``{"session_id": [1, 2, 3]}``, applied inside every store before
   its top-k; integers are parsed, anything else stays a string. A parameter given twice adds to the list
   (``session_ids=1&session_ids=2`` is ``1,2``; the same for ``exclude_ids``). **An empty session list
@@ -51,6 +51,20 @@ Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
   ``Content-Length`` above it is refused before anything is read; a streamed body is counted as it arrives and
   cut at the limit, so at most ``max_body`` bytes are ever held.
 - ``index_path``: the index directory whose manifest to refresh after writes (None: no manifest).
+
+Privacy: BM25 statistics are collection-wide. A keyword score counts how many documents of the WHOLE collection
+hold each query term (IDF), other sessions' and users' included, even when the search is scoped to one session: an
+own-session score that drops when more of the collection holds the term tells that someone else's memories mention
+it. So the keyword (and foreign retriever) legs' raw scores are left out of each hit's ``scores`` unless the
+operator passes ``expose_keyword_scores=True`` (``serve --expose-scores``). What stays: ``ranks`` and, with RRF
+fusion, ``score`` and ``normalized_score``, which depend only on the ranks and the weights. Ranks leak far less but
+not nothing: the order of one's own documents follows the collection-wide statistics (the terms' IDFs; for FTS5
+also the mean document length), so a caller who writes probe documents can learn whether one term is rarer than
+another in the collection (a comparison per query, no counts). With ``fusion="relative_score"`` or ``"dbsf"`` the fused score is computed from
+the raw scores (normalized per query) and carries part of what they do. Per-scope statistics are not done here:
+the Qdrant legs could ask for the IDF of the points matching the query's filter (``SearchParams.idf`` with a corpus
+filter, in qdrant-edge 0.9 and qdrant-client 1.20), FTS5 and bm25s cannot. Serve one index per tenant when the
+rank-level leak matters.
 
 Example:
     >>> from rrf_retriever.index.directory import open_index  # doctest: +SKIP
@@ -177,6 +191,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     index_path: str | os.PathLike[str] | None = None,
+    expose_keyword_scores: bool = False,
 ) -> FastAPI:
     """Build the FastAPI app around any :class:`~rrf_retriever.engine.HybridEngine`.
 
@@ -188,9 +203,13 @@ def create_app(
             None: :data:`DEFAULT_ALLOWED_HOSTS`.
         max_body: Largest request body in bytes (413 above it).
         index_path: The index directory whose manifest (``doc_count``) is refreshed after each write.
+        expose_keyword_scores: Return the raw scores of the keyword (and foreign retriever) legs in each hit's
+            ``scores``; False (default): only the dense legs' raw scores are returned (a BM25 score carries the
+            collection-wide IDF, so it tells whether other tenants' documents hold a query term).
 
     Raises:
-        InvalidArgumentError / InvalidTypeError: an empty ``api_key``, a bad host pattern or ``max_body``.
+        InvalidArgumentError / InvalidTypeError: an empty ``api_key``, a bad host pattern or ``max_body``; a
+            non-bool ``expose_keyword_scores``.
 
     Example:
         >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore  # doctest: +SKIP
@@ -206,6 +225,11 @@ def create_app(
             raise InvalidArgumentError(msg)
         key = key_digest(api_key)
     hosts = check_host_patterns(DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
+    if not isinstance(expose_keyword_scores, bool):
+        msg = f"expose_keyword_scores must be True or False, not {type(expose_keyword_scores).__name__}"
+        raise InvalidTypeError(msg)
+    # A dense score depends on the query and the document only; any other leg's may carry corpus statistics.
+    withheld = set() if expose_keyword_scores else {n for n, leg in engine.legs.items() if leg.kind != "dense"}
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
         msg = f"max_body must be a positive number of bytes, got {max_body!r}"
         raise InvalidArgumentError(msg)
@@ -282,7 +306,10 @@ def create_app(
             result = await engine.asearch(text, options())  # built here: a refused option is a 422 too
         except RRFRetrieverError as exc:
             raise engine_error(exc) from exc
-        return JSONResponse({"query": text, **public_result_dict(result)})
+        out = public_result_dict(result)
+        for hit in out["hits"]:
+            hit["scores"] = {name: v for name, v in hit["scores"].items() if name not in withheld}
+        return JSONResponse({"query": text, **out})
 
     @app.get("/search")
     async def search(
@@ -295,7 +322,8 @@ def create_app(
         exclude_ids: Annotated[Optional[list[str]], Query(  # noqa: UP045
             description="Comma list of ids never to return (repeatable).")] = None,
     ) -> JSONResponse:
-        """Hybrid search; the hits carry their fused score, per-leg ranks and raw scores; plus the trace."""
+        """Hybrid search; the hits carry their fused score, per-leg ranks and the dense legs' raw scores (the
+        keyword legs' too with ``expose_keyword_scores``); plus the trace."""
         if session_ids is not None and session_ids_alias is not None:
             raise HTTPException(422, "give session_ids or sessionIds, not both")
         flt = None
