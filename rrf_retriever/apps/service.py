@@ -10,10 +10,14 @@ Endpoints (OpenAPI docs at ``/docs``):
   NaN/infinity, a negative weight or ``k``, ``topK``/``fetchK`` outside 1..10000, both weights 0, or a ``fetchK``
   below ``topK`` (after the change; a leg must fetch at least the results returned: raise ``fetchK`` or set it to
   ``null``) -> 422 and nothing changes. A valid change is one atomic settings swap: the next request uses it.
+  The reply is the new settings plus ``"persisted"``: with ``index_path`` the settings are saved in the index
+  directory's manifest (beside ``tune``'s; ``open_index`` applies them, so a restart keeps them; a failed save
+  is a 503 and nothing changes); without it they live in memory only (``"persisted": false``).
 - ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score,
-  normalized_score, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace (per-leg latency, hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``,
-  the seed client's spelling) becomes the filter ``{"session_id": [1, 2, 3]}``, applied inside every store before
-  its top-k; integers are parsed, anything else stays a string. A parameter given twice adds to the list
+  normalized_score, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace (per-leg latency,
+  hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``, the seed client's spelling) becomes the
+  filter ``{"session_id": [1, 2, 3]}``, applied inside every store before its top-k; integers are parsed, anything
+  else stays a string. A parameter given twice adds to the list
   (``session_ids=1&session_ids=2`` is ``1,2``; the same for ``exclude_ids``). **An empty session list
   (``session_ids=``, ``session_ids=%20``, ``session_ids=,,``) is a 422**, never "every session": nobody sends
   an empty parameter to mean "match nothing", and it must never widen the search; a blank item (``1,,2``,
@@ -50,7 +54,8 @@ Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
 - ``max_body`` (``--max-body``, bytes, default :data:`DEFAULT_MAX_BODY` = 1 MiB): a larger request is a 413. A
   ``Content-Length`` above it is refused before anything is read; a streamed body is counted as it arrives and
   cut at the limit, so at most ``max_body`` bytes are ever held.
-- ``index_path``: the index directory whose manifest to refresh after writes (None: no manifest).
+- ``index_path``: the index directory whose manifest to refresh after writes and to save the settings in (None:
+  no manifest; settings changes are lost on restart).
 
 Privacy: BM25 statistics are collection-wide. A keyword score counts how many documents of the WHOLE collection
 hold each query term (IDF), other sessions' and users' included, even when the search is scoped to one session: an
@@ -60,8 +65,9 @@ operator passes ``expose_keyword_scores=True`` (``serve --expose-scores``). What
 fusion, ``score`` and ``normalized_score``, which depend only on the ranks and the weights. Ranks leak far less but
 not nothing: the order of one's own documents follows the collection-wide statistics (the terms' IDFs; for FTS5
 also the mean document length), so a caller who writes probe documents can learn whether one term is rarer than
-another in the collection (a comparison per query, no counts). With ``fusion="relative_score"`` or ``"dbsf"`` the fused score is computed from
-the raw scores (normalized per query) and carries part of what they do. Per-scope statistics are not done here:
+another in the collection (a comparison per query, no counts). With ``fusion="relative_score"`` or ``"dbsf"`` the
+fused score is computed from the raw scores (normalized per query) and carries part of what they do. Per-scope
+statistics are not done here:
 the Qdrant legs could ask for the IDF of the points matching the query's filter (``SearchParams.idf`` with a corpus
 filter, in qdrant-edge 0.9 and qdrant-client 1.20), FTS5 and bm25s cannot. Serve one index per tenant when the
 rank-level leak matters.
@@ -104,6 +110,7 @@ from rrf_retriever.apps.service_models import (
     MAX_QUERY_CHARS,
     AddDocuments,
     DeleteDocuments,
+    PatchedSettings,
     SearchRequest,
     SettingsPatch,
     SettingsView,
@@ -114,6 +121,7 @@ from rrf_retriever.apps.service_models import (
 )
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.engine.options import SearchOptions
+from rrf_retriever.engine.settings import RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.frameworks.node_metadata import public_result_dict
 from rrf_retriever.scope.cli_syntax import parse_filter_values
@@ -261,9 +269,10 @@ def create_app(
         """The current settings snapshot."""
         return _view(engine)
 
-    @app.patch("/settings", response_model=SettingsView)
-    def patch_settings(patch: SettingsPatch) -> SettingsView:
-        """Change some settings; all or nothing, effective from the next request."""
+    @app.patch("/settings", response_model=PatchedSettings)
+    def patch_settings(patch: SettingsPatch) -> PatchedSettings:
+        """Change some settings; all or nothing, effective from the next request; saved in the index directory's
+        manifest when the service serves one (``persisted``), so a restart keeps them."""
         with patch_lock:
             weights: dict[str, float] = {}
             for field_name, kind in (("semanticWeight", "dense"), ("keywordWeight", "keyword")):
@@ -295,11 +304,21 @@ def create_app(
                            "raise fetchK or set it to null (max(2 * topK, 40))")
                     raise HTTPException(422, msg)
             if changes:
+                before = engine.settings
                 try:
                     engine.update_settings(**changes)
                 except RRFRetrieverError as exc:
                     raise engine_error(exc) from exc
-            return _view(engine)
+                if index_path is not None:
+                    try:
+                        with write_lock:  # the manifest is read-modify-write, as after a document write
+                            persist_service_settings(index_path, engine.settings)
+                    except (OSError, RRFRetrieverError) as exc:
+                        engine.update_settings(**{name: getattr(before, name) for name in changes})  # all or nothing
+                        logger.warning("rrf-retriever service: settings not saved in %s: %s", index_path, exc)
+                        raise HTTPException(503, "the settings could not be saved in the index directory; "
+                                                 "nothing changed (see the server log)") from exc
+            return PatchedSettings(**_view(engine).model_dump(), persisted=index_path is not None)
 
     async def run_search(text: str, options: Callable[[], SearchOptions]) -> JSONResponse:
         try:
@@ -338,7 +357,7 @@ def create_app(
         """Hybrid search with the full filter language as JSON (an empty any-of list matches nothing)."""
         return await run_search(body.text, body.options)
 
-    def refresh_manifest() -> None:
+    def refresh_manifest() -> None:  # after a write; the settings are saved by PATCH /settings
         if index_path is not None:
             from rrf_retriever.index.manifest import save_manifest
 
@@ -370,6 +389,21 @@ def create_app(
     if key is not None:
         _declare_bearer(app)
     return app
+
+
+def persist_service_settings(index_path: str | os.PathLike[str], settings: RetrievalSettings) -> None:
+    """Save the settings ``PATCH /settings`` can change in the index directory's manifest (as ``tune`` saves its
+    choice): ``open_index`` applies them on the next start.
+
+    Raises:
+        IndexDirectoryError / OSError: the manifest cannot be read or written.
+    """
+    from rrf_retriever.index.manifest import persist_settings
+
+    persist_settings(index_path, {
+        "weights": dict(settings.weights), "top_k": settings.top_k, "rrf_k": settings.rrf_k,
+        "fetch_k": settings.fetch_k, "diversity": settings.diversity, "rerank_k": settings.rerank_k,
+        "expand_limit": settings.expand_limit})
 
 
 def _declare_bearer(app: FastAPI) -> None:
