@@ -1,7 +1,8 @@
 """The settings and search service (extra ``server``): tune, query and write a running retriever over HTTP, as a
 memory service does. Served by ``rrf-retriever serve`` (bound to 127.0.0.1 unless told otherwise).
 
-Endpoints (OpenAPI docs at ``/docs``):
+Endpoints (the OpenAPI document at ``/openapi.json``; a self-contained page listing the routes at ``/docs``, no
+CDN assets, served without the key: :mod:`rrf_retriever.apps.service_docs`; no ``/redoc``):
 
 - ``GET /settings`` -> ``{"semanticWeight", "keywordWeight", "topK", "k", "fetchK"}``.
 - ``PATCH /settings`` with any subset of those keys (camelCase JSON). **In this API ``k`` is the RRF constant
@@ -43,9 +44,10 @@ stores or the embedder fail, a generic 500 (details only in the server log) for 
 
 Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
 
-- ``api_key`` (``--api-key``, or the environment variable ``RRF_RETRIEVER_API_KEY``): every route but
-  ``/health`` (the docs and ``/openapi.json`` included) requires ``Authorization: Bearer <key>``, compared in
-  constant time; otherwise 401 with ``WWW-Authenticate: Bearer``. None (default): no authentication.
+- ``api_key`` (``serve``: the environment variable ``RRF_RETRIEVER_API_KEY`` or ``--api-key-file``;
+  ``--api-key`` shows the key to local users): every route but ``/health`` and the ``/docs`` page
+  (``/openapi.json`` included) requires ``Authorization: Bearer <key>``, compared in constant time; otherwise 401
+  with ``WWW-Authenticate: Bearer``. None (default): no authentication.
 - ``allowed_hosts`` (``--allowed-host``, repeatable): the ``Host`` header must name one of them, else 400
   (DNS rebinding: a web page that makes ``evil.example`` resolve to 127.0.0.1 must not reach the service).
   Default :data:`DEFAULT_ALLOWED_HOSTS` (``localhost``, ``127.0.0.1``, ``::1``); ``serve`` adds the host it binds
@@ -87,13 +89,14 @@ from typing import Annotated, Any, Optional
 try:
     from fastapi import FastAPI, HTTPException, Query
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from rrf_retriever.errors import missing_dependency
 
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
+from rrf_retriever.apps.service_docs import DOCS_HEADERS, DOCS_PATH, docs_page
 from rrf_retriever.apps.service_guards import (
     OPEN_PATHS,
     Guard,
@@ -248,8 +251,10 @@ def create_app(
             "Hybrid retrieval (dense + keyword) fused with weighted Reciprocal Rank Fusion. Settings are camelCase; "
             "in this API `k` is the RRF constant (rrf_k, default 60) and `topK` is the number of results. Unknown "
             "query parameters and body fields are refused (422)."
-            + (" Every route but /health needs `Authorization: Bearer <key>`." if key else "")
+            + (" Every route but /health and /docs needs `Authorization: Bearer <key>`." if key else "")
         ),
+        docs_url=None,  # Swagger UI and ReDoc load their assets from a CDN: our own page instead (service_docs)
+        redoc_url=None,
     )
     app.router.route_class = StrictQueryRoute
     app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # takes a subclass of Exception
@@ -263,6 +268,15 @@ def create_app(
     def health() -> dict[str, Any]:
         """Liveness and the document count per store (no API key needed)."""
         return {"status": "ok", "documents": engine.count()}
+
+    page: list[str] = []  # built once, on first request (the OpenAPI document is complete by then)
+
+    @app.get(DOCS_PATH, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """The self-contained docs page (no API key needed: it holds no data)."""
+        if not page:
+            page.append(docs_page(app.openapi(), keyed=key is not None, openapi_url=app.openapi_url or ""))
+        return HTMLResponse(page[0], headers=DOCS_HEADERS)
 
     @app.get("/settings", response_model=SettingsView)
     def get_settings() -> SettingsView:
