@@ -351,11 +351,18 @@ def _check_judged_documents(engine: Any, qrels: dict[str, dict[str, int]], index
 
 @app.command("serve")
 def serve_command(
+    ctx: typer.Context,
     index_dir: Path = IndexDir,
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="Port."),
     api_key: str | None = typer.Option(None, envvar="RRF_RETRIEVER_API_KEY", show_default=False, metavar="KEY",
-                                       help="Require 'Authorization: Bearer KEY' on every route but /health."),
+                                       help="Require 'Authorization: Bearer KEY' on every route but /health and "
+                                            "/docs. On the command line other local users can read it: prefer "
+                                            "the environment variable or --api-key-file."),
+    api_key_file: Path | None = typer.Option(None, show_default=False, metavar="PATH",
+                                             help="Read the API key from this file (one line; chmod 600)."),
+    expose_scores: bool = typer.Option(False, "--expose-scores", help="Return the keyword legs' raw BM25 scores "
+                                       "(collection-wide statistics: they tell about other tenants' documents)."),
     allowed_host: list[str] | None = typer.Option(None, "--allowed-host", show_default=False, metavar="HOST",
                                                   help="A Host header to accept besides localhost, 127.0.0.1, ::1 "
                                                        "and the bound host (repeatable; '*.x.org', '*' = any)."),
@@ -370,7 +377,12 @@ def serve_command(
     from rrf_retriever.index.directory import open_index
 
     with _user_errors():
+        from rrf_retriever.apps.serve_key import serve_api_key
         from rrf_retriever.apps.service import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, create_app
+
+        # by name: typer's commands use its own copy of click, whose ParameterSource is another class
+        source = getattr(ctx.get_parameter_source("api_key"), "name", None)
+        api_key = serve_api_key(api_key, api_key_file, on_command_line=source == "COMMANDLINE")
 
         try:
             import uvicorn
@@ -390,7 +402,8 @@ def serve_command(
             if loaded is not None:
                 engine.update_settings(reranker=loaded)
             service = create_app(engine, api_key=api_key, allowed_hosts=hosts, index_path=index_dir,
-                                 max_body=DEFAULT_MAX_BODY if max_body is None else max_body)
+                                 max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
+                                 expose_keyword_scores=expose_scores)
         except BaseException:
             engine.close()
             raise
