@@ -4,9 +4,10 @@ in ``/proc/<pid>/cmdline`` and ``ps``).
 
 Example:
     >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "key"
-    >>> _ = path.write_text("s3cret\n")
-    >>> key_from_file(path)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "key"
+    ...     _ = path.write_text("s3cret\\n")  # as `echo s3cret > key` writes it
+    ...     key_from_file(path)
     's3cret'
 """
 
