@@ -24,12 +24,12 @@ try:
     import typer
     from rich.markup import escape as rich_escape
     from rich.table import Table
-    from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from rrf_retriever.errors import missing_dependency
 
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
+from rrf_retriever.apps.cli_help import CliGroup, CliTyper
 from rrf_retriever.apps.cli_options import check_host, check_port, parse_dense_paths, parse_filters, search_options
 from rrf_retriever.apps.console import (
     UsageError,
@@ -53,67 +53,14 @@ __all__ = ["app", "iter_documents", "main", "parse_dense_paths", "parse_filters"
 
 EXIT_USAGE = 2
 
-class _Command(TyperCommand):
-    """A command whose help reads like a CLI's: a flag shows no ``<bool>`` type, an argument is ``QUERY`` in the
-    usage line (typer's default spells flags ``--json <bool>`` and required arguments ``{query}``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            self._tidy(param)
-
-    @staticmethod
-    def _tidy(param: Any) -> None:
-        if isinstance(param, TyperOption) and param.is_flag:
-            param.metavar = ""  # shown instead of the type; a flag takes no value
-        elif isinstance(param, TyperArgument) and param.metavar is None:
-            param.metavar = (param.name or "arg").upper()
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            self._tidy(option)
-        return option
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        pieces = [self.options_metavar] if self.options_metavar else []
-        for param in self.get_params(ctx):
-            if isinstance(param, TyperArgument):
-                name = param.metavar or (param.name or "arg").upper()
-                pieces.append(name if param.required else f"[{name}]")
-            else:
-                pieces.extend(param.get_usage_pieces(ctx))
-        return pieces
-
-
-class _Group(TyperGroup):
-    """The app itself: its ``--help`` flag shows no ``<bool>`` either."""
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            _Command._tidy(option)
-        return option
-
-
-class _Typer(typer.Typer):
-    """Every command of this app is a :class:`_Command` unless it names its own class."""
-
-    def command(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("cls", _Command)
-        return super().command(*args, **kwargs)
-
-
-app = _Typer(
+app = CliTyper(
     name="rrf-retriever",
-    cls=_Group,
+    cls=CliGroup,
     help="Hybrid retrieval (Qdrant dense + BM25 keyword) fused with weighted Reciprocal Rank Fusion.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
 
 
 @contextmanager
@@ -360,12 +307,19 @@ def _check_judged_documents(engine: Any, qrels: dict[str, dict[str, int]], index
 
 @app.command("serve")
 def serve_command(
+    ctx: typer.Context,
     index_dir: Path = IndexDir,
     host: str = typer.Option("127.0.0.1", callback=check_host,
                              help="Interface to bind: an IP address or a host name (0.0.0.0 or :: = every one)."),
     port: int = typer.Option(8000, callback=check_port, help="Port, 1 to 65535."),
     api_key: str | None = typer.Option(None, envvar="RRF_RETRIEVER_API_KEY", show_default=False, metavar="KEY",
-                                       help="Require 'Authorization: Bearer KEY' on every route but /health."),
+                                       help="Require 'Authorization: Bearer KEY' on every route but /health and "
+                                            "/docs. On the command line other local users can read it: prefer "
+                                            "the environment variable or --api-key-file."),
+    api_key_file: Path | None = typer.Option(None, show_default=False, metavar="PATH",
+                                             help="Read the API key from this file (one line; chmod 600)."),
+    expose_scores: bool = typer.Option(False, "--expose-scores", help="Return the keyword legs' raw BM25 scores "
+                                       "(collection-wide statistics: they tell about other tenants' documents)."),
     allowed_host: list[str] | None = typer.Option(None, "--allowed-host", show_default=False, metavar="HOST",
                                                   help="A Host header to accept besides localhost, 127.0.0.1, ::1 "
                                                        "and the bound host (repeatable; '*.x.org', '*' = any)."),
@@ -380,7 +334,12 @@ def serve_command(
     from rrf_retriever.index.directory import open_index
 
     with _user_errors():
+        from rrf_retriever.apps.serve_key import serve_api_key
         from rrf_retriever.apps.service import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, create_app
+
+        # by name: typer's commands use its own copy of click, whose ParameterSource is another class
+        source = getattr(ctx.get_parameter_source("api_key"), "name", None)
+        api_key = serve_api_key(api_key, api_key_file, on_command_line=source == "COMMANDLINE")
 
         try:
             import uvicorn
@@ -400,7 +359,8 @@ def serve_command(
             if loaded is not None:
                 engine.update_settings(reranker=loaded)
             service = create_app(engine, api_key=api_key, allowed_hosts=hosts, index_path=index_dir,
-                                 max_body=DEFAULT_MAX_BODY if max_body is None else max_body)
+                                 max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
+                                 expose_keyword_scores=expose_scores)
         except BaseException:
             engine.close()
             raise

@@ -1,7 +1,8 @@
 """The settings and search service (extra ``server``): tune, query and write a running retriever over HTTP, as a
 memory service does. Served by ``rrf-retriever serve`` (bound to 127.0.0.1 unless told otherwise).
 
-Endpoints (OpenAPI docs at ``/docs``):
+Endpoints (the OpenAPI document at ``/openapi.json``; a self-contained page listing the routes at ``/docs``, no
+CDN assets, served without the key: :mod:`rrf_retriever.apps.service_docs`; no ``/redoc``):
 
 - ``GET /settings`` -> ``{"semanticWeight", "keywordWeight", "topK", "k", "fetchK"}``.
 - ``PATCH /settings`` with any subset of those keys (camelCase JSON). **In this API ``k`` is the RRF constant
@@ -10,10 +11,14 @@ Endpoints (OpenAPI docs at ``/docs``):
   NaN/infinity, a negative weight or ``k``, ``topK``/``fetchK`` outside 1..10000, both weights 0, or a ``fetchK``
   below ``topK`` (after the change; a leg must fetch at least the results returned: raise ``fetchK`` or set it to
   ``null``) -> 422 and nothing changes. A valid change is one atomic settings swap: the next request uses it.
-- ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score, ranks,
-  scores) and the trace (per-leg latency, hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``,
-  the seed client's spelling) becomes the filter ``{"session_id": [1, 2, 3]}``, applied inside every store before
-  its top-k; integers are parsed, anything else stays a string. A parameter given twice adds to the list
+  The reply is the new settings plus ``"persisted"``: with ``index_path`` the settings are saved in the index
+  directory's manifest (beside ``tune``'s; ``open_index`` applies them, so a restart keeps them; a failed save
+  is a 503 and nothing changes); without it they live in memory only (``"persisted": false``).
+- ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score,
+  normalized_score, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace (per-leg latency,
+  hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``, the seed client's spelling) becomes the
+  filter ``{"session_id": [1, 2, 3]}``, applied inside every store before its top-k; integers are parsed, anything
+  else stays a string. A parameter given twice adds to the list
   (``session_ids=1&session_ids=2`` is ``1,2``; the same for ``exclude_ids``). **An empty session list
   (``session_ids=``, ``session_ids=%20``, ``session_ids=,,``) is a 422**, never "every session": nobody sends
   an empty parameter to mean "match nothing", and it must never widen the search; a blank item (``1,,2``,
@@ -39,9 +44,10 @@ stores or the embedder fail, a generic 500 (details only in the server log) for 
 
 Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
 
-- ``api_key`` (``--api-key``, or the environment variable ``RRF_RETRIEVER_API_KEY``): every route but
-  ``/health`` (the docs and ``/openapi.json`` included) requires ``Authorization: Bearer <key>``, compared in
-  constant time; otherwise 401 with ``WWW-Authenticate: Bearer``. None (default): no authentication.
+- ``api_key`` (``serve``: the environment variable ``RRF_RETRIEVER_API_KEY`` or ``--api-key-file``;
+  ``--api-key`` shows the key to local users): every route but ``/health`` and the ``/docs`` page
+  (``/openapi.json`` included) requires ``Authorization: Bearer <key>``, compared in constant time; otherwise 401
+  with ``WWW-Authenticate: Bearer``. None (default): no authentication.
 - ``allowed_hosts`` (``--allowed-host``, repeatable): the ``Host`` header must name one of them, else 400
   (DNS rebinding: a web page that makes ``evil.example`` resolve to 127.0.0.1 must not reach the service).
   Default :data:`DEFAULT_ALLOWED_HOSTS` (``localhost``, ``127.0.0.1``, ``::1``); ``serve`` adds the host it binds
@@ -50,7 +56,23 @@ Protection (options of :func:`create_app`, and of ``rrf-retriever serve``):
 - ``max_body`` (``--max-body``, bytes, default :data:`DEFAULT_MAX_BODY` = 1 MiB): a larger request is a 413. A
   ``Content-Length`` above it is refused before anything is read; a streamed body is counted as it arrives and
   cut at the limit, so at most ``max_body`` bytes are ever held.
-- ``index_path``: the index directory whose manifest to refresh after writes (None: no manifest).
+- ``index_path``: the index directory whose manifest to refresh after writes and to save the settings in (None:
+  no manifest; settings changes are lost on restart).
+
+Privacy: BM25 statistics are collection-wide. A keyword score counts how many documents of the WHOLE collection
+hold each query term (IDF), other sessions' and users' included, even when the search is scoped to one session: an
+own-session score that drops when more of the collection holds the term tells that someone else's memories mention
+it. So the keyword (and foreign retriever) legs' raw scores are left out of each hit's ``scores`` unless the
+operator passes ``expose_keyword_scores=True`` (``serve --expose-scores``). What stays: ``ranks`` and, with RRF
+fusion, ``score`` and ``normalized_score``, which depend only on the ranks and the weights. Ranks leak far less but
+not nothing: the order of one's own documents follows the collection-wide statistics (the terms' IDFs; for FTS5
+also the mean document length), so a caller who writes probe documents can learn whether one term is rarer than
+another in the collection (a comparison per query, no counts). With ``fusion="relative_score"`` or ``"dbsf"`` the
+fused score is computed from the raw scores (normalized per query) and carries part of what they do. Per-scope
+statistics are not done here:
+the Qdrant legs could ask for the IDF of the points matching the query's filter (``SearchParams.idf`` with a corpus
+filter, in qdrant-edge 0.9 and qdrant-client 1.20), FTS5 and bm25s cannot. Serve one index per tenant when the
+rank-level leak matters.
 
 Example:
     >>> from rrf_retriever.index.directory import open_index  # doctest: +SKIP
@@ -67,13 +89,14 @@ from typing import Annotated, Any, Optional
 try:
     from fastapi import FastAPI, HTTPException, Query
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from rrf_retriever.errors import missing_dependency
 
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
+from rrf_retriever.apps.service_docs import DOCS_HEADERS, DOCS_PATH, docs_page
 from rrf_retriever.apps.service_guards import (
     OPEN_PATHS,
     Guard,
@@ -90,6 +113,7 @@ from rrf_retriever.apps.service_models import (
     MAX_QUERY_CHARS,
     AddDocuments,
     DeleteDocuments,
+    PatchedSettings,
     SearchRequest,
     SettingsPatch,
     SettingsView,
@@ -100,6 +124,7 @@ from rrf_retriever.apps.service_models import (
 )
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.engine.options import SearchOptions
+from rrf_retriever.engine.settings import RetrievalSettings
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.metadata import public_result_dict
 from rrf_retriever.scope.cli_syntax import parse_filter_values
@@ -177,6 +202,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     index_path: str | os.PathLike[str] | None = None,
+    expose_keyword_scores: bool = False,
 ) -> FastAPI:
     """Build the FastAPI app around any :class:`~rrf_retriever.engine.HybridEngine`.
 
@@ -188,9 +214,13 @@ def create_app(
             None: :data:`DEFAULT_ALLOWED_HOSTS`.
         max_body: Largest request body in bytes (413 above it).
         index_path: The index directory whose manifest (``doc_count``) is refreshed after each write.
+        expose_keyword_scores: Return the raw scores of the keyword (and foreign retriever) legs in each hit's
+            ``scores``; False (default): only the dense legs' raw scores are returned (a BM25 score carries the
+            collection-wide IDF, so it tells whether other tenants' documents hold a query term).
 
     Raises:
-        InvalidArgumentError / InvalidTypeError: an empty ``api_key``, a bad host pattern or ``max_body``.
+        InvalidArgumentError / InvalidTypeError: an empty ``api_key``, a bad host pattern or ``max_body``; a
+            non-bool ``expose_keyword_scores``.
 
     Example:
         >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore  # doctest: +SKIP
@@ -206,6 +236,11 @@ def create_app(
             raise InvalidArgumentError(msg)
         key = key_digest(api_key)
     hosts = check_host_patterns(DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
+    if not isinstance(expose_keyword_scores, bool):
+        msg = f"expose_keyword_scores must be True or False, not {type(expose_keyword_scores).__name__}"
+        raise InvalidTypeError(msg)
+    # A dense score depends on the query and the document only; any other leg's may carry corpus statistics.
+    withheld = set() if expose_keyword_scores else {n for n, leg in engine.legs.items() if leg.kind != "dense"}
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
         msg = f"max_body must be a positive number of bytes, got {max_body!r}"
         raise InvalidArgumentError(msg)
@@ -216,8 +251,10 @@ def create_app(
             "Hybrid retrieval (dense + keyword) fused with weighted Reciprocal Rank Fusion. Settings are camelCase; "
             "in this API `k` is the RRF constant (rrf_k, default 60) and `topK` is the number of results. Unknown "
             "query parameters and body fields are refused (422)."
-            + (" Every route but /health needs `Authorization: Bearer <key>`." if key else "")
+            + (" Every route but /health and /docs needs `Authorization: Bearer <key>`." if key else "")
         ),
+        docs_url=None,  # Swagger UI and ReDoc load their assets from a CDN: our own page instead (service_docs)
+        redoc_url=None,
     )
     app.router.route_class = StrictQueryRoute
     app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # takes a subclass of Exception
@@ -232,14 +269,24 @@ def create_app(
         """Liveness and the document count per store (no API key needed)."""
         return {"status": "ok", "documents": engine.count()}
 
+    page: list[str] = []  # built once, on first request (the OpenAPI document is complete by then)
+
+    @app.get(DOCS_PATH, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """The self-contained docs page (no API key needed: it holds no data)."""
+        if not page:
+            page.append(docs_page(app.openapi(), keyed=key is not None, openapi_url=app.openapi_url or ""))
+        return HTMLResponse(page[0], headers=DOCS_HEADERS)
+
     @app.get("/settings", response_model=SettingsView)
     def get_settings() -> SettingsView:
         """The current settings snapshot."""
         return _view(engine)
 
-    @app.patch("/settings", response_model=SettingsView)
-    def patch_settings(patch: SettingsPatch) -> SettingsView:
-        """Change some settings; all or nothing, effective from the next request."""
+    @app.patch("/settings", response_model=PatchedSettings)
+    def patch_settings(patch: SettingsPatch) -> PatchedSettings:
+        """Change some settings; all or nothing, effective from the next request; saved in the index directory's
+        manifest when the service serves one (``persisted``), so a restart keeps them."""
         with patch_lock:
             weights: dict[str, float] = {}
             for field_name, kind in (("semanticWeight", "dense"), ("keywordWeight", "keyword")):
@@ -271,18 +318,31 @@ def create_app(
                            "raise fetchK or set it to null (max(2 * topK, 40))")
                     raise HTTPException(422, msg)
             if changes:
+                before = engine.settings
                 try:
                     engine.update_settings(**changes)
                 except RRFRetrieverError as exc:
                     raise engine_error(exc) from exc
-            return _view(engine)
+                if index_path is not None:
+                    try:
+                        with write_lock:  # the manifest is read-modify-write, as after a document write
+                            persist_service_settings(index_path, engine.settings)
+                    except (OSError, RRFRetrieverError) as exc:
+                        engine.update_settings(**{name: getattr(before, name) for name in changes})  # all or nothing
+                        logger.warning("rrf-retriever service: settings not saved in %s: %s", index_path, exc)
+                        raise HTTPException(503, "the settings could not be saved in the index directory; "
+                                                 "nothing changed (see the server log)") from exc
+            return PatchedSettings(**_view(engine).model_dump(), persisted=index_path is not None)
 
     async def run_search(text: str, options: Callable[[], SearchOptions]) -> JSONResponse:
         try:
             result = await engine.asearch(text, options())  # built here: a refused option is a 422 too
         except RRFRetrieverError as exc:
             raise engine_error(exc) from exc
-        return JSONResponse({"query": text, **public_result_dict(result)})
+        out = public_result_dict(result)
+        for hit in out["hits"]:
+            hit["scores"] = {name: v for name, v in hit["scores"].items() if name not in withheld}
+        return JSONResponse({"query": text, **out})
 
     @app.get("/search")
     async def search(
@@ -295,7 +355,8 @@ def create_app(
         exclude_ids: Annotated[Optional[list[str]], Query(  # noqa: UP045
             description="Comma list of ids never to return (repeatable).")] = None,
     ) -> JSONResponse:
-        """Hybrid search; the hits carry their fused score, per-leg ranks and raw scores; plus the trace."""
+        """Hybrid search; the hits carry their fused score, per-leg ranks and the dense legs' raw scores (the
+        keyword legs' too with ``expose_keyword_scores``); plus the trace."""
         if session_ids is not None and session_ids_alias is not None:
             raise HTTPException(422, "give session_ids or sessionIds, not both")
         flt = None
@@ -310,7 +371,7 @@ def create_app(
         """Hybrid search with the full filter language as JSON (an empty any-of list matches nothing)."""
         return await run_search(body.text, body.options)
 
-    def refresh_manifest() -> None:
+    def refresh_manifest() -> None:  # after a write; the settings are saved by PATCH /settings
         if index_path is not None:
             from rrf_retriever.index.manifest import save_manifest
 
@@ -342,6 +403,21 @@ def create_app(
     if key is not None:
         _declare_bearer(app)
     return app
+
+
+def persist_service_settings(index_path: str | os.PathLike[str], settings: RetrievalSettings) -> None:
+    """Save the settings ``PATCH /settings`` can change in the index directory's manifest (as ``tune`` saves its
+    choice): ``open_index`` applies them on the next start.
+
+    Raises:
+        IndexDirectoryError / OSError: the manifest cannot be read or written.
+    """
+    from rrf_retriever.index.manifest import persist_settings
+
+    persist_settings(index_path, {
+        "weights": dict(settings.weights), "top_k": settings.top_k, "rrf_k": settings.rrf_k,
+        "fetch_k": settings.fetch_k, "diversity": settings.diversity, "rerank_k": settings.rerank_k,
+        "expand_limit": settings.expand_limit})
 
 
 def _declare_bearer(app: FastAPI) -> None:

@@ -29,7 +29,8 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetr
 # The service's logger name, as before the split (log configuration and filters keep working).
 logger = logging.getLogger("rrf_retriever.apps.service")
 
-OPEN_PATHS = frozenset({"/health"})
+#: Routes served without the API key: liveness, and the static docs page (no data; see apps/service_docs.py).
+OPEN_PATHS = frozenset({"/health", "/docs"})
 #: Hints for the spellings a seed client may send.
 _PARAM_HINTS = {"topK": "top_k", "excludeIds": "exclude_ids", "recentIds": "exclude_ids",
                 "session_id": "session_ids", "sessionId": "sessionIds", "query": "q", "k": "top_k"}
@@ -199,7 +200,7 @@ def key_digest(key: str | bytes) -> bytes:
 
 
 class Guard:
-    """Pure ASGI: Host check (400), bearer auth (401, not on ``/health``), body limit (413), before the app."""
+    """Pure ASGI: Host check (400), bearer auth (401, not on :data:`OPEN_PATHS`), body limit (413), before the app."""
 
     def __init__(self, app: Any, *, hosts: tuple[frozenset[str], tuple[str, ...], bool], key: bytes | None,
                  max_body: int) -> None:

@@ -44,6 +44,13 @@ class SettingsView(BaseModel):
     expandLimit: Optional[int] = Field(None, description="At most this many 1-hop neighbours; null: topK.")  # noqa: UP045
 
 
+class PatchedSettings(SettingsView):
+    """The settings after a ``PATCH /settings``, and whether the change was saved."""
+
+    persisted: bool = Field(description="True: saved in the index directory's manifest (a restart keeps it); "
+                                        "false: held in memory only (the service serves no index directory).")
+
+
 class SettingsPatch(BaseModel):
     """A partial settings change; unknown keys are refused (422)."""
 

@@ -271,14 +271,25 @@ def create_index(
     return _engine(stores, settings)
 
 
+#: Saved settings the engine's constructor does not take: applied right after it.
+_SET_AFTER_OPEN = ("diversity", "rerank_k")
+
+
 def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
     settings = with_saved_settings(stores.manifest, settings)
+    later = {name: settings.pop(name) for name in _SET_AFTER_OPEN if name in settings}
     try:
         engine = HybridEngine({"dense": stores.dense, "keyword": stores.keyword}, journal=stores.root / JOURNAL_FILE,
                               **settings)
     except BaseException:
         stores.close()
         raise
+    if later:
+        try:
+            engine.update_settings(**later)
+        except BaseException:
+            engine.close()
+            raise
     with contextlib.suppress(OSError, IndexDirectoryError):
         refresh_manifest(stores.root, engine)  # the journal has redone any interrupted batch: count now
     return engine

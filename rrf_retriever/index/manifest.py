@@ -25,7 +25,7 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
-from rrf_retriever.errors import IndexDirectoryError, RRFRetrieverError
+from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.index.manifest_fields import check_fields
 from rrf_retriever.index.registry import (
     BM25_DIR,
@@ -48,11 +48,13 @@ __all__ = [
     "JOURNAL_FILE",
     "MANIFEST_FILE",
     "MANIFEST_SETTINGS_KEY",
+    "SAVED_FIELDS",
     "check_analyzer",
     "check_manifest",
     "claim_manifest",
     "is_external",
     "new_manifest",
+    "persist_settings",
     "read_manifest",
     "refresh_manifest",
     "save_manifest",
@@ -239,7 +241,9 @@ def _check_embedding(root: Path, manifest: dict[str, Any], adapter: Any) -> None
 
 #: The manifest key holding settings chosen for this index (``tune``): the next open uses them.
 MANIFEST_SETTINGS_KEY = "settings"
-_SAVED_FIELDS = ("fusion", "rrf_k", "weights", "fetch_k")
+#: The engine settings a manifest may hold: ``tune`` writes the first four, the service's ``PATCH /settings`` the
+#: ones it can change (reranker, timeouts and dense paths are code or per-process choices, never saved).
+SAVED_FIELDS = ("fusion", "rrf_k", "weights", "fetch_k", "top_k", "diversity", "rerank_k", "expand_limit")
 
 
 def saved_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -250,7 +254,7 @@ def saved_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
         {'rrf_k': 20.0, 'fetch_k': None}
     """
     saved = manifest.get(MANIFEST_SETTINGS_KEY) or {}
-    return {k: saved[k] for k in _SAVED_FIELDS if k in saved} if isinstance(saved, Mapping) else {}
+    return {k: saved[k] for k in SAVED_FIELDS if k in saved} if isinstance(saved, Mapping) else {}
 
 
 def with_saved_settings(manifest: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,6 +269,33 @@ def with_saved_settings(manifest: Mapping[str, Any], settings: Mapping[str, Any]
     if isinstance(saved.get("weights"), Mapping) and isinstance(settings.get("weights"), Mapping):
         merged["weights"] = {**saved["weights"], **settings["weights"]}
     return merged
+
+
+def persist_settings(path: str | os.PathLike[str], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``settings`` (engine keywords of :data:`SAVED_FIELDS`) over the manifest's saved ones, atomically;
+    the next ``open_index`` applies them. Other keys of the manifest are kept.
+
+    Raises:
+        InvalidArgumentError: a key outside :data:`SAVED_FIELDS`.
+        IndexDirectoryError / OSError: no readable manifest, or it cannot be written.
+
+    Example:
+        >>> persist_settings("/nonexistent", {"top_k": 3})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rrf_retriever.errors.IndexDirectoryError: no index at /nonexistent: ...
+    """
+    unknown = sorted(set(settings) - set(SAVED_FIELDS))
+    if unknown:
+        msg = f"settings {unknown} are not saved in a manifest; saved: {list(SAVED_FIELDS)}"
+        raise InvalidArgumentError(msg)
+    root = Path(path)
+    manifest = read_manifest(root)
+    saved = manifest.get(MANIFEST_SETTINGS_KEY)
+    manifest[MANIFEST_SETTINGS_KEY] = {**(saved if isinstance(saved, Mapping) else {}), **settings}
+    manifest["updated"] = _now()
+    _write_manifest(root, manifest)
+    return manifest
 
 
 def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra: Any) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def test_patch_applies_to_the_next_search_without_restart(client: httpx.Client) 
     assert client.get("/settings").json() == DEFAULTS
     r = client.patch("/settings", json={"keywordWeight": 0.0, "topK": 3, "k": 10})
     assert r.status_code == 200
-    assert r.json() == {**DEFAULTS, "keywordWeight": 0.0, "topK": 3, "k": 10.0}
+    assert r.json() == {**DEFAULTS, "keywordWeight": 0.0, "topK": 3, "k": 10.0, "persisted": False}
     data = client.get("/search", params={"q": "password reset"}).json()
     assert len(data["hits"]) == 3
     assert data["trace"]["weights"] == {"dense": 1.0, "keyword": 0.0}
@@ -76,7 +76,8 @@ def test_patch_applies_to_the_next_search_without_restart(client: httpx.Client) 
 def test_stage_settings_are_patched_like_update_settings(client: httpx.Client) -> None:
     plain = [h["id"] for h in client.get("/search", params={"q": "password reset", "top_k": 5}).json()["hits"]]
     r = client.patch("/settings", json={"diversity": 0.0, "rerankK": 30, "expandLimit": 2})
-    assert r.status_code == 200 and r.json() == {**DEFAULTS, "diversity": 0.0, "rerankK": 30, "expandLimit": 2}
+    assert r.status_code == 200
+    assert r.json() == {**DEFAULTS, "diversity": 0.0, "rerankK": 30, "expandLimit": 2, "persisted": False}
     data = client.get("/search", params={"q": "password reset", "top_k": 5}).json()
     assert "diversity" in data["trace"]["stages_ms"] and [h["id"] for h in data["hits"]][0] == plain[0]
     assert client.patch("/settings", json={"diversity": None}).json()["diversity"] is None

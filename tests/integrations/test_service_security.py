@@ -68,13 +68,13 @@ def _auth(key: str = KEY) -> dict[str, bytes]:
         ("POST", "/documents", {"documents": [{"id": "x", "text": "intruder"}]}),
         ("DELETE", "/documents", {"ids": ["d1"]}),
         ("GET", "/openapi.json", None),
-        ("GET", "/docs", None),
+        ("GET", "/docs/", None),  # only the /docs page itself is open (test_service_docs.py)
         ("GET", "/nowhere", None),
     ],
 )
 @pytest.mark.parametrize("headers", [{}, _auth("wrong"), _auth(KEY + "x"), {"Authorization": KEY.encode()},
                                      {"Authorization": f"Basic {KEY}".encode()}, {"Authorization": b"Bearer"}])
-def test_every_route_but_health_needs_the_bearer_key(
+def test_every_route_but_health_and_the_docs_page_needs_the_bearer_key(
     keyed_url: str, engine: HybridEngine, method: str, path: str, body: Any, headers: dict[str, bytes]
 ) -> None:
     before = (engine.count(), engine.settings)
