@@ -125,7 +125,9 @@ def _one(f: Any) -> FilterNode:
             msg = f"MetadataFilter {op!r} on {key!r} takes a list of values, not {value!r:.60}"
             raise InvalidFilterError(msg)
         if op == "all":
-            return AllOf(tuple(Match(key, (v,)) for v in value))
+            # LlamaIndex never matches a missing key here: with no values, "all" asks that the key be there
+            # (a key holding an empty list counts as missing, as for $exists).
+            return AllOf(tuple(Match(key, (v,)) for v in value)) if value else Exists(key)
         match = Match(key, tuple(value))
         return Not(match) if op == "nin" else match
     msg = f"unknown MetadataFilter operator {op!r} on {key!r}"

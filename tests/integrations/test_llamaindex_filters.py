@@ -47,6 +47,9 @@ CASES = [
     (MetadataFilters(filters=[F("tags", ["x", "y"], FilterOperator.ALL)]),
      AllOf((Match("tags", ("x",)), Match("tags", ("y",))))),
     (MetadataFilters(filters=[F("tags", "y", FilterOperator.CONTAINS)]), Match("tags", ("y",))),
+    # LlamaIndex never matches a missing key with "all": an empty list asks only that the key be there.
+    (MetadataFilters(filters=[F("tags", [], FilterOperator.ALL)]), Exists("tags")),
+    (MetadataFilters(filters=[F("lang", [], FilterOperator.ALL)]), Exists("lang")),
     (MetadataFilters(filters=[F("tags", None, FilterOperator.IS_EMPTY)]), Not(Exists("tags"))),
     (MetadataFilters(filters=[F("lang", "en"), F("n", 9)], condition=FilterCondition.NOT),
      Not(AnyOf((Match("lang", ("en",)), Match("n", (9,)))))),
