@@ -18,13 +18,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.reliability.promises import run_promises
 from tests.reliability.workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
 
 PROFILES = {
     "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100,
-              "lifecycle_writes": 300},
+              "lifecycle_writes": 300, "promise_rounds": 1},
     "full": {"fuzz_per_target": 1700, "scope_queries": 4000, "kills": 20, "threads": 8, "queries_per_thread": 500,
-             "lifecycle_writes": 2000},
+             "lifecycle_writes": 2000, "promise_rounds": 5},
 }
 
 
@@ -34,11 +35,23 @@ def main() -> int:
     group.add_argument("--quick", action="store_true", help="the short profile (default)")
     group.add_argument("--full", action="store_true", help="the long profile")
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--only", choices=["promises"], help="run one section only")
     args = parser.parse_args()
     profile = "full" if args.full else "quick"
     p = PROFILES[profile]
     figures: dict[str, object] = {"profile": profile, "seed": args.seed, **p}
     failed = False
+
+    promises = run_promises(p["promise_rounds"], seed=args.seed)
+    print(f"promises: {promises['rounds']} rounds, checks {promises['checks']} (pages, pinning, big-integer $in of "
+          f"2,000 values, junk filter keys, 1,000-part $or/$and, tie order), {len(promises['problems'])} problems; "
+          f"slowest filter set per store {promises['filter_seconds_max']} s ({promises['seconds']:.0f} s)")
+    for line in promises["problems"][:10]:
+        print("   ", line)
+    figures["promises"] = {k: (len(v) if k == "problems" else v) for k, v in promises.items()}
+    failed |= bool(promises["problems"])
+    if args.only == "promises":
+        return _write(figures, profile, failed)
 
     t0 = time.perf_counter()
     fuzz = run_fuzz(p["fuzz_per_target"], seed=args.seed)
@@ -92,6 +105,10 @@ def main() -> int:
     figures["lifecycle"] = {k: (len(v) if k == "problems" else v) for k, v in life.items()}
     failed |= bool(life["problems"])
 
+    return _write(figures, profile, failed)
+
+
+def _write(figures: dict[str, object], profile: str, failed: bool) -> int:
     out = REPO / "benchmarks" / "results" / f"soak_{profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
