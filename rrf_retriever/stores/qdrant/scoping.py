@@ -14,7 +14,7 @@ numbers, else ``keyword``, else ``bool``), within ``max_auto_indexes`` on the qu
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import StoreError
@@ -83,26 +83,38 @@ class PayloadIndexes:
             if isinstance(field, str) and field.startswith(prefix):
                 self._kinds[field[len(prefix):]] = _kind_name(getattr(info, "data_type", info))
 
-    def flat_limit(self, key: str, indexes_payload: bool) -> int | None:
-        """How many integers a Match on ``key`` lists flat (:func:`~rrf_retriever.stores.qdrant.filters.
-        compile_filter`): no limit over a numeric index; a few where Qdrant scans payloads; 1 in local mode, where
-        Python checks a guarding range first and stops there for most points."""
+    def flat_limits(self, flt: NormalizedFilter | None, indexes_payload: bool) -> Callable[[str], int | None]:
+        """For each key, how many integers a Match on it lists flat (:func:`~rrf_retriever.stores.qdrant.filters.
+        compile_filter`) once :meth:`query_steps` has indexed what ``flt`` asks for: no limit over a numeric index;
+        a few where Qdrant scans payloads; 1 in local mode, where Python checks a guarding range first and stops
+        there for most points. Read without a lock (before the call takes the store's): a copy of the kinds."""
         if not indexes_payload:
-            return _LOCAL_FLAT
-        return None if self._kinds.get(key) in _NUMERIC_INDEXES else _SCAN_FLAT
+            return lambda key: _LOCAL_FLAT
+        kinds = dict(self._kinds)
+        kinds.update(self._creations(flt, kinds) if flt is not None else [])
+        return lambda key: None if kinds.get(key) in _NUMERIC_INDEXES else _SCAN_FLAT
+
+    def _creations(self, flt: NormalizedFilter, kinds: Mapping[str, str]) -> list[tuple[str, str]]:
+        """The indexes :meth:`query_steps` would create for ``flt``, given the ``kinds`` known, in order."""
+        planned: list[tuple[str, str]] = []
+        count = len(kinds)
+        for key, (kind, has_range) in sorted(index_plan(flt).items()):
+            current = kinds.get(key)
+            if current is None:
+                if key not in self.index_keys and count >= self.max_auto_indexes:
+                    continue  # over budget: filtered without an index, never a new index on the query path
+                planned.append((key, kind))
+                count += 1
+            elif current == "integer" and has_range:
+                planned.append((key, "float"))
+        return planned
 
     def query_steps(self, backend: Backend, flt: NormalizedFilter) -> Steps[None]:
         """Index each filtered key once, within the ``max_auto_indexes`` budget (declared ``index_keys`` are
         indexed at write time); an integer index under a ``Range`` becomes a float one. Without an index Qdrant
         checks the filter on every point's payload."""
-        for key, (kind, has_range) in sorted(index_plan(flt).items()):
-            current = self._kinds.get(key)
-            if current is None:
-                if key not in self.index_keys and len(self._kinds) >= self.max_auto_indexes:
-                    continue  # over budget: filtered without an index, never a new index on the query path
-                yield from self._create_steps(backend, key, kind)
-            elif current == "integer" and has_range:
-                yield from self._create_steps(backend, key, "float")
+        for key, kind in self._creations(flt, self._kinds):
+            yield from self._create_steps(backend, key, kind)
 
     def write_steps(self, backend: Backend, payloads: list[dict[str, Any]]) -> Steps[None]:
         """Index the declared keys by the values this batch brings, before its points are written: Qdrant then

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 import random
+import threading
 from typing import Any
 
 import pytest
@@ -151,3 +152,37 @@ def test_the_runs_are_the_integers_either_reading_gets_wrong() -> None:
                     (missed if inside else wrong).add(p)
         got = range_errors(bounds, FilterWork())
         assert [{p for a, z in runs for p in range(a, z + 1)} for runs in got] == [wrong, missed], bounds
+@pytest.mark.parametrize("kind", ["edge-keyword", "edge-dense"])
+def test_no_store_lock_is_held_while_a_filter_compiles(stores: Any, kind: str, monkeypatch: Any) -> None:
+    store = stores[kind]
+    backend = store.backend
+    seen: list[tuple[bool, list[str]]] = []
+    started: list[bool] = []
+    real = backend.condition
+
+    def other_caller() -> None:
+        # Another thread: may it take the store's lock (as its own search would) while the compile runs?
+        acquired = backend.lock.acquire(blocking=False)
+        found: list[str] = []
+        if acquired:
+            try:
+                found = store.ids_matching({"n": 3})
+            finally:
+                backend.lock.release()
+        seen.append((acquired, found))
+
+    def probing(field_key: str, test: Any) -> Any:
+        if not started:  # once, in the first compile (the other caller's own compile probes nothing)
+            started.append(True)
+            thread = threading.Thread(target=other_caller)
+            thread.start()
+            thread.join()
+        return real(field_key, test)
+
+    monkeypatch.setattr(backend, "condition", probing)
+    flt = {"n": {"$in": [BASE + 3 * i for i in range(300)]}}
+    expected = sorted(i for i, meta in DOCS.items() if matches(meta, normalize_filter(flt)))
+    assert store.ids_matching(flt) == expected
+    assert seen == [(True, ["small"])]
+
+
