@@ -225,6 +225,8 @@ class QdrantStore(StoreBase):
             saved = yield Op(self.backend.read, (), READING)
             self.indexes.learn(saved.payload_schema)
             self._take(saved)
+            if self.backend.indexes_payload:
+                yield from self.indexes.reclaim_steps(self.backend)
         return self._known()
 
     def _create_steps(self, dimension: int | None, params: dict[str, Any] | None) -> Steps[bool]:
@@ -248,6 +250,7 @@ class QdrantStore(StoreBase):
         with progress_bar(len(pids), f"upserting into {self.backend.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
                 points = chunk(slice(start, start + self.batch_size))
+                self.indexes.written([p.payload for p in points if p.payload is not None])
                 yield Op(self.backend.upsert, (points,), "upsert")
                 bar.update(len(points))
 
