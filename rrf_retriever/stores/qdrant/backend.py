@@ -214,6 +214,10 @@ class Backend(ABC):
     def create_index(self, api: Any, field_key: str, kind: str) -> Any:
         """Create (or replace) the payload index of ``kind`` (``"float"``, ``"keyword"``, ``"bool"``) on a field."""
 
+    @abstractmethod
+    def delete_index(self, api: Any, field_key: str) -> Any:
+        """Delete the payload index on a field."""
+
     # -- the engine's filter models (no engine call) ----------------------------------------------------------
     @abstractmethod
     def condition(self, field_key: str, test: Any) -> Any:

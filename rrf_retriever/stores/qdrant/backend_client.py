@@ -268,6 +268,9 @@ class ClientBackend(Backend):
     def create_index(self, api: Any, field_key: str, kind: str) -> Any:
         return api.create_payload_index(self.collection_name, field_key, self.models.PayloadSchemaType(kind))
 
+    def delete_index(self, api: Any, field_key: str) -> Any:
+        return api.delete_payload_index(self.collection_name, field_key, wait=True)
+
     # -- filter models -----------------------------------------------------------------------------------
     def condition(self, field_key: str, test: Any) -> Any:
         models = self.models

@@ -402,6 +402,9 @@ class EdgeBackend(Backend):
         schema = getattr(self.qe.PayloadSchemaType, kind.capitalize())
         self._shard.update(self.qe.UpdateOperation.create_field_index(field_key, schema))
 
+    def delete_index(self, api: Any, field_key: str) -> None:
+        self._shard.update(self.qe.UpdateOperation.delete_field_index(field_key))
+
     # -- filter models -----------------------------------------------------------------------------------
     def condition(self, field_key: str, test: Any) -> Any:
         qe = self.qe

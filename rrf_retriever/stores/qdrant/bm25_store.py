@@ -11,7 +11,6 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer, saved_config
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.scope.parse import normalize_scope
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.qdrant.backend import Saved, SparseQuery
@@ -24,7 +23,7 @@ from rrf_retriever.stores.qdrant.bm25_params import (
     new_params,
     values_of,
 )
-from rrf_retriever.stores.qdrant.common import QdrantStore
+from rrf_retriever.stores.qdrant.common import PreparedScope, QdrantStore
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.ops import Op, Steps
 from rrf_retriever.stores.qdrant.points import ExcludeIds, Point, point_id
@@ -242,15 +241,18 @@ class Bm25Store(QdrantStore):
     def _bm25_search_steps(
         self, query: str, limit: int, filter: FilterSpec | None, exclude_ids: ExcludeIds
     ) -> Steps[list[Hit]]:
+        """The BM25 search's steps; the scope is compiled now, by the caller, before they run under the lock."""
         check_str(query, "query")
         limit = check_limit(limit)
-        flt, excluded = normalize_scope(filter, exclude_ids)
+        return self._bm25_query_steps(query, limit, self._prepare_scope(filter, exclude_ids))
+
+    def _bm25_query_steps(self, query: str, limit: int, scope: PreparedScope) -> Steps[list[Hit]]:
         if limit == 0:
             return []
         terms = self.analyzer.analyze_query(query)[:DEFAULT_MAX_TERMS]
         if not terms or not (yield from self._ready_steps()):
             return []
-        query_filter = yield from self._scope_steps(flt, excluded)
+        query_filter = yield from self._scope_steps(scope)
         if query_filter is NOTHING:
             return []  # e.g. an empty any-of: nothing can match
         indices, values = query_vector(terms)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, StoreError
 from rrf_retriever.progress import progress_bar
@@ -39,11 +39,20 @@ from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit, to_float_vector
 
-__all__ = ["READING", "QdrantStore"]
+__all__ = ["READING", "PreparedScope", "QdrantStore"]
 
 T = TypeVar("T")
 #: How errors name the calls that read an existing collection.
 READING = "reading the collection"
+
+
+class PreparedScope(NamedTuple):
+    """A call's scope, validated and its filter compiled before the call takes the store's lock
+    (:meth:`QdrantStore._prepare_scope`): a large filter never holds up another caller."""
+
+    filter: NormalizedFilter | None
+    excluded: frozenset[str]
+    compiled: Any  # compile_filter's answer: True, False or the engine's condition
 
 
 class QdrantStore(StoreBase):
@@ -121,12 +130,14 @@ class QdrantStore(StoreBase):
         api = self.backend.async_api
         return await run_async(steps, lambda op: self._call(op, api), self._our_error)
 
-    async def _arun_or_thread(self, steps: Steps[T], sync: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """:meth:`_arun` with an async client; else ``sync(*args, **kwargs)`` in a worker thread."""
+    async def _arun_or_thread(
+        self, make_steps: Callable[[], Steps[T]], sync: Callable[..., T], *args: Any, **kwargs: Any
+    ) -> T:
+        """:meth:`_arun` of ``make_steps()`` with an async client; else ``sync(*args, **kwargs)`` in a worker
+        thread (the steps are made there: a filter compiles in that thread, not on the event loop)."""
         if self.backend.async_api is None:
-            steps.close()
             return await in_thread(sync, *args, **kwargs)
-        return await self._arun(steps)
+        return await self._arun(make_steps())
 
     def _maintain(self, op: Op) -> Any:
         """Run one backend call outside any operation (flush, optimize), under the guard."""
@@ -147,7 +158,8 @@ class QdrantStore(StoreBase):
         self, ids: Sequence[str], *, with_vectors: bool = False
     ) -> list[Record]:
         """Async :meth:`get`."""
-        return await self._arun_or_thread(self._get_steps(ids, with_vectors), self.get, ids, with_vectors=with_vectors)
+        return await self._arun_or_thread(lambda: self._get_steps(ids, with_vectors), self.get, ids,
+                                          with_vectors=with_vectors)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete documents by id; unknown ids are ignored."""
@@ -155,7 +167,7 @@ class QdrantStore(StoreBase):
 
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async :meth:`delete`."""
-        await self._arun_or_thread(self._delete_steps(ids), self.delete, ids)
+        await self._arun_or_thread(lambda: self._delete_steps(ids), self.delete, ids)
 
     def count(self) -> int:
         """Number of documents."""
@@ -163,7 +175,7 @@ class QdrantStore(StoreBase):
 
     async def acount(self) -> int:
         """Async :meth:`count`."""
-        return await self._arun_or_thread(self._count_steps(), self.count)
+        return await self._arun_or_thread(self._count_steps, self.count)
 
     def ids_matching(self, filter: FilterSpec | FilterNode | None = None, limit: int | None = None) -> list[str]:
         """Every stored id whose metadata matches ``filter`` (all ids for None), sorted; the first ``limit``.
@@ -181,7 +193,8 @@ class QdrantStore(StoreBase):
 
     async def aids_matching(self, filter: FilterSpec | FilterNode | None = None, limit: int | None = None) -> list[str]:
         """Async :meth:`ids_matching`."""
-        return await self._arun_or_thread(self._ids_matching_steps(filter, limit), self.ids_matching, filter, limit)
+        return await self._arun_or_thread(lambda: self._ids_matching_steps(filter, limit), self.ids_matching, filter,
+                                          limit)
 
     def close(self) -> None:
         """Release the backend (a client this store opened, a shard and its directory lock)."""
@@ -213,6 +226,8 @@ class QdrantStore(StoreBase):
             saved = yield Op(self.backend.read, (), READING)
             self.indexes.learn(saved.payload_schema)
             self._take(saved)
+            if self.backend.indexes_payload:
+                yield from self.indexes.reclaim_steps(self.backend)
         return self._known()
 
     def _create_steps(self, dimension: int | None, params: dict[str, Any] | None) -> Steps[bool]:
@@ -236,6 +251,7 @@ class QdrantStore(StoreBase):
         with progress_bar(len(pids), f"upserting into {self.backend.engine_name}", unit="doc") as bar:
             for start in range(0, len(pids), self.batch_size):
                 points = chunk(slice(start, start + self.batch_size))
+                self.indexes.written([p.payload for p in points if p.payload is not None])
                 yield Op(self.backend.upsert, (points,), "upsert")
                 bar.update(len(points))
 
@@ -286,9 +302,14 @@ class QdrantStore(StoreBase):
     def _nearest_steps(
         self, vector: Sequence[float] | None, limit: int, filter: FilterSpec | None, exclude_ids: ExcludeIds
     ) -> Steps[list[Hit]]:
-        """The dense search (dense and joint stores): the ``limit`` nearest documents the scope allows."""
+        """The dense search (dense and joint stores): the ``limit`` nearest documents the scope allows. The scope
+        is compiled now, by the caller, before the steps run under the store's lock."""
         limit = check_limit(limit)
-        flt, excluded = normalize_scope(filter, exclude_ids)
+        return self._nearest_query_steps(vector, limit, self._prepare_scope(filter, exclude_ids))
+
+    def _nearest_query_steps(
+        self, vector: Sequence[float] | None, limit: int, scope: PreparedScope
+    ) -> Steps[list[Hit]]:
         ready = yield from self._ready_steps()
         query = to_float_vector(vector, "the query vector")
         if self._dimension is not None and len(query) != self._dimension:
@@ -296,7 +317,7 @@ class QdrantStore(StoreBase):
             raise DimensionMismatchError(msg)
         if limit == 0 or not ready:
             return []
-        query_filter = yield from self._scope_steps(flt, excluded)
+        query_filter = yield from self._scope_steps(scope)
         if query_filter is NOTHING:
             return []  # e.g. an empty any-of: nothing can match
         return (yield from self._top_steps(DenseQuery(query, limit, query_filter), limit))
@@ -320,12 +341,16 @@ class QdrantStore(StoreBase):
             fetch = min(fetch * 2, MAX_LIMIT)
 
     def _ids_matching_steps(self, filter: FilterSpec | FilterNode | None, limit: int | None) -> Steps[list[str]]:
-        flt = normalize_filter(filter)
+        """:meth:`ids_matching`'s steps, the filter compiled now (before the steps run under the store's lock)."""
+        scope = self._prepare_scope(normalize_filter(filter), None)
         if limit is not None:
             limit = check_limit(limit)  # as the other stores
+        return self._ids_matching_query_steps(scope, limit)
+
+    def _ids_matching_query_steps(self, scope: PreparedScope, limit: int | None) -> Steps[list[str]]:
         if limit == 0 or not (yield from self._ready_steps()):
             return []
-        query_filter = yield from self._scope_steps(flt, frozenset())
+        query_filter = yield from self._scope_steps(scope)
         if query_filter is NOTHING:
             return []
         ids: set[str] = set()
@@ -338,17 +363,31 @@ class QdrantStore(StoreBase):
         return sorted(ids)[:limit]
 
     # -- the scope of a call -----------------------------------------------------------------------------
-    def _scope_steps(self, flt: NormalizedFilter | None, excluded: frozenset[str]) -> Steps[Any]:
-        """The filter a call sends for its scope: None when unscoped, :data:`~rrf_retriever.stores.qdrant.
-        filters.NOTHING` when no document can match (the call is not sent). Indexes what the filter needs first
-        (engines that use payload indexes)."""
+    def _prepare_scope(self, filter: FilterSpec | FilterNode | None, exclude_ids: ExcludeIds) -> PreparedScope:
+        """Validate a call's scope and compile its filter, with no lock held (the compile makes no engine call;
+        its work is bounded by the filter's size, :func:`~rrf_retriever.stores.qdrant.filters.compile_filter`).
+        The filter's shape follows the payload indexes the call will have built (an index another call builds
+        meanwhile changes its speed only: every shape is exact).
+
+        Raises:
+            InvalidFilterError: a malformed filter, or one too costly to compile exactly.
+        """
+        flt, excluded = normalize_scope(filter, exclude_ids)
         backend = self.backend
-        if flt is not None and backend.indexes_payload:
-            yield from self.indexes.query_steps(backend, flt)
-        compiled = compile_filter(flt, backend, lambda key: self.indexes.flat_limit(key, backend.indexes_payload))
+        compiled = compile_filter(flt, backend, self.indexes.flat_limits(flt, backend.indexes_payload))
+        return PreparedScope(flt, excluded, compiled)
+
+    def _scope_steps(self, scope: PreparedScope) -> Steps[Any]:
+        """The filter a call sends for its prepared scope: None when unscoped, :data:`~rrf_retriever.stores.
+        qdrant.filters.NOTHING` when no document can match (the call is not sent). Indexes what the filter needs
+        first (engines that use payload indexes)."""
+        backend = self.backend
+        compiled = scope.compiled
         if compiled is False:
             return NOTHING
-        excluded_pids = yield from self._excluded_pids_steps(excluded)
+        if scope.filter is not None and backend.indexes_payload:
+            yield from self.indexes.query_steps(backend, scope.filter)
+        excluded_pids = yield from self._excluded_pids_steps(scope.excluded)
         must_not = [backend.has_ids(excluded_pids)] if excluded_pids else None
         if compiled is True:
             return backend.filter(must_not=must_not) if must_not else None

@@ -133,8 +133,8 @@ class DenseKind(QdrantStore):
         self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
-        steps = self._nearest_steps(vector, limit, filter, exclude_ids)
-        return await self._arun_or_thread(steps, self.search, vector, limit, filter, exclude_ids)
+        return await self._arun_or_thread(lambda: self._nearest_steps(vector, limit, filter, exclude_ids),
+                                          self.search, vector, limit, filter, exclude_ids)
 
     # -- the kind's hooks and steps ----------------------------------------------------------------------
     def _known(self) -> bool:

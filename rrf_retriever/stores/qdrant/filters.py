@@ -15,10 +15,14 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
   never bools or strings; exact for ``|v| < 2**53`` whatever the field's index. The price is on a field without a
   payload index (past ``max_auto_indexes``): each range costs a payload scan where one ``MatchAny`` cost one, so
   more than 8 integers there become a balanced tree of ranges (about ``2 * log2(n)`` checks a point instead of
-  ``n``). A float index, which the stores build, serves a flat list of ranges directly.
+  ``n``). A float index, which the stores build, serves a flat list of ranges directly. Integers past 2**53 are
+  matched by one ``MatchAny`` (exact in int64 on every engine, whatever the index) and the floats equal to them
+  (only those float64 holds) by ranges that exclude the integers rounding onto them.
 * ``Range`` compares in float64 without an index (and with a float index), but exactly with an integer index and
   in local mode: beyond ``2**53`` an integer can round onto a bound. Such bounds are compiled with the integers
-  that either reading gets wrong listed: ``(Range and not MatchAny(wrong)) or MatchAny(missed)``. Limit: a list
+  that either reading gets wrong listed: ``(Range and not MatchAny(wrong)) or MatchAny(missed)``; they are runs
+  within about one float64 step of a bound, found in closed form (:mod:`rrf_retriever.stores.qdrant.int_runs`),
+  and a filter lists at most :data:`MAX_LISTED_INTEGERS` integers in all. Limit: a list
   value holding one of those integers (within one float64 step of the bound) next to another element that
   matches is missed (``must_not`` sees the whole list); never a leak. An integer payload index also drops
   non-integral floats from ranges: the stores replace it by a float index before a ``Range`` on that field.
@@ -39,20 +43,29 @@ Example:
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rrf_retriever.errors import InvalidFilterError
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
-from rrf_retriever.validate import INT64_MAX, INT64_MIN
+from rrf_retriever.stores.qdrant.int_runs import (
+    FilterWork,
+    Run,
+    float_bounds,
+    range_errors,
+    rounding_run,
+    run_size,
+    subtract_values,
+)
 
 __all__ = [
     "IS_EMPTY",
+    "MAX_LISTED_INTEGERS",
     "NOTHING",
     "Bounds",
     "FilterHooks",
+    "FilterWork",
     "compile_filter",
     "field_key",
     "filter_keys",
@@ -65,6 +78,9 @@ _METADATA_PREFIX = "metadata."
 _EXACT_INTS = 2**53
 #: Leaves of the tree of ranges; see :func:`compile_filter` for when a Match takes that form.
 _LEAF = 4
+#: The most integers one filter may list in ``MatchAny`` conditions (its integers past 2**53 and those float64
+#: reads wrong next to them, at most 2048 around each such value or bound): past it the filter is refused.
+MAX_LISTED_INTEGERS = 65_536
 
 
 @dataclass(frozen=True)
@@ -113,8 +129,16 @@ def field_key(key: str) -> str:
     return f"{_METADATA_PREFIX}{key}"
 
 
-def compile_filter(node: FilterNode | None, hooks: FilterHooks, flat_limit: Callable[[str], int | None]) -> Any:
+def compile_filter(
+    node: FilterNode | None,
+    hooks: FilterHooks,
+    flat_limit: Callable[[str], int | None],
+    work: FilterWork | None = None,
+) -> Any:
     """``node`` as an engine condition, or True (no constraint) / False (nothing matches).
+
+    The work is bounded by the filter's size: integers past 2**53 cost a few float64 checks each (never one per
+    integer near them) and at most :data:`MAX_LISTED_INTEGERS` listed integers in all.
 
     Args:
         node: A normalized filter tree, or None.
@@ -122,10 +146,14 @@ def compile_filter(node: FilterNode | None, hooks: FilterHooks, flat_limit: Call
         flat_limit: For a key, how many integers a Match may list as a flat ``should`` of ranges before it becomes
             a balanced tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
             one every range is checked on every payload; qdrant-client local mode checks each in Python.
+        work: Counts what the compile does (a fresh one if None).
+
+    Raises:
+        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers.
     """
     if node is None:
         return True
-    return _Compiler(hooks, flat_limit).node(node)
+    return _Compiler(hooks, flat_limit, work if work is not None else FilterWork()).node(node)
 
 
 def index_plan(node: FilterNode | None) -> dict[str, tuple[str, bool]]:
@@ -179,9 +207,10 @@ def _leaves(node: FilterNode | None) -> Iterator[FilterNode]:
 
 
 class _Compiler:
-    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None]) -> None:
+    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None], work: FilterWork) -> None:
         self.hooks = hooks
         self.flat_limit = flat_limit
+        self.work = work
 
     def node(self, node: FilterNode) -> Any:
         if isinstance(node, Match):
@@ -223,32 +252,54 @@ class _Compiler:
         bools = [v for v in node.values if isinstance(v, bool)]
         alternatives = [self.hooks.condition(fk, strs if len(strs) > 1 else strs[0])] if strs else []
         alternatives += [self.hooks.condition(fk, self.hooks.boolean(b)) for b in bools]
-        small = [v for v in ints if abs(v) < _EXACT_INTS]
-        limit = self.flat_limit(node.key)
-        if limit is not None and len(small) > limit:  # guarded by the whole span: most points stop there
-            span = self.hooks.condition(fk, Bounds(gte=float(small[0]), lte=float(small[-1])))
-            alternatives.append(self.hooks.filter(must=[span, self.tree(fk, small)]))
-        else:
-            alternatives += [self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in small]
-        alternatives += [self.range(fk, {"gte": v, "lte": v}) for v in ints if abs(v) >= _EXACT_INTS]
+        alternatives.append(self.points(node.key, [float(v) for v in ints if abs(v) < _EXACT_INTS]))
+        big = [v for v in ints if abs(v) >= _EXACT_INTS]
+        if big:
+            alternatives += self.big_ints(node.key, big)
         return self.any_of([a for a in alternatives if a is not False])
 
-    def tree(self, fk: str, values: list[int]) -> Any:
-        """Equality with any of the sorted ``values`` (all below 2**53): a balanced tree of ranges, so a scanning
-        engine checks about ``2 * log2(n)`` conditions a point instead of ``n``. Exact: every range is."""
+    def points(self, key: str, values: list[float]) -> Any:
+        """Equality with any of the sorted integral ``values``, as ranges (exact below 2**53)."""
+        fk = field_key(key)
+        limit = self.flat_limit(key)
+        if limit is not None and len(values) > limit:  # guarded by the whole span: most points stop there
+            span = self.hooks.condition(fk, Bounds(gte=values[0], lte=values[-1]))
+            return self.hooks.filter(must=[span, self.tree(fk, values)])
+        return self.any_of([self.hooks.condition(fk, Bounds(gte=v, lte=v)) for v in values])
+
+    def big_ints(self, key: str, big: list[int]) -> list[Any]:
+        """Equality with any of the sorted integers ``big`` (past 2**53): integers by ``MatchAny``, exact in
+        int64 on every engine; floats equal to one of them (only those float64 holds) by ranges, which also take
+        the integers rounding onto them: those not in ``big`` are excluded, listed (one run each, merged)."""
+        fk = field_key(key)
+        self.listed(len(big))
+        alternatives = [self.hooks.condition(fk, big)]
+        held = [float(v) for v in big if float(v) == v]  # floats past 2**53 are integers: no other float equals
+        if held:
+            runs = subtract_values([rounding_run(f, self.work) for f in held], big)
+            ranges = self.points(key, held)
+            wrong = self.integers(runs)
+            alternatives.append(self.hooks.filter(must=[ranges], must_not=[self.hooks.condition(fk, wrong)])
+                                if wrong else ranges)
+        return alternatives
+
+    def tree(self, fk: str, values: list[float]) -> Any:
+        """Equality with any of the sorted integral ``values``: a balanced tree of ranges, so a scanning engine
+        checks about ``2 * log2(n)`` conditions a point instead of ``n``. Exact below 2**53: every range is."""
         if len(values) <= _LEAF:
-            return self.any_of([self.hooks.condition(fk, Bounds(gte=float(v), lte=float(v))) for v in values])
+            return self.any_of([self.hooks.condition(fk, Bounds(gte=v, lte=v)) for v in values])
         mid = len(values) // 2
         halves = []
         for half in (values[:mid], values[mid:]):
-            span = self.hooks.condition(fk, Bounds(gte=float(half[0]), lte=float(half[-1])))
+            span = self.hooks.condition(fk, Bounds(gte=half[0], lte=half[-1]))
             halves.append(self.hooks.filter(must=[span, self.tree(fk, half)]))
         return self.hooks.filter(should=halves)
 
     def range(self, fk: str, bounds: dict[str, float | int]) -> Any:
         """A numeric element within every bound, exact for ints and floats whatever Qdrant's reading."""
-        floats = _float_bounds(bounds)
-        wrong, missed = _window_errors(bounds, floats)
+        floats = Bounds(**float_bounds(bounds))
+        wrong_runs, missed_runs = range_errors(bounds, self.work)
+        wrong, missed = self.integers(wrong_runs), self.integers(missed_runs)
         branch: Any = False
         if not _empty(floats):
             branch = self.hooks.condition(fk, floats)
@@ -257,28 +308,17 @@ class _Compiler:
         extra = self.hooks.condition(fk, missed) if missed else False
         return self.any_of([c for c in (branch, extra) if c is not False])
 
+    def integers(self, runs: list[Run]) -> list[int]:
+        """The integers of ``runs``, counted against the filter's cap before any is listed."""
+        self.listed(sum(map(run_size, runs)))
+        return [p for first, last in runs for p in range(first, last + 1)]
 
-def _float_bounds(bounds: dict[str, float | int]) -> Bounds:
-    """Float bounds with ``x op b`` equal to ``x op' b'`` for every float ``x``; the tightest on each side."""
-    lower: tuple[float, bool] | None = None  # (value, strict)
-    upper: tuple[float, bool] | None = None
-    for op, b in bounds.items():
-        strict = op in ("gt", "lt")
-        f = float(b)
-        if isinstance(b, int) and f != b:  # an int float64 cannot hold: floats are beyond it or below it
-            below, above = (math.nextafter(f, -math.inf), f) if f > b else (f, math.nextafter(f, math.inf))
-            f, strict = (above, False) if op in ("gt", "gte") else (below, False)
-        if op in ("gt", "gte"):
-            if lower is None or f > lower[0] or (f == lower[0] and strict):
-                lower = (f, strict)
-        elif upper is None or f < upper[0] or (f == upper[0] and strict):
-            upper = (f, strict)
-    return Bounds(
-        gt=lower[0] if lower and lower[1] else None,
-        gte=lower[0] if lower and not lower[1] else None,
-        lt=upper[0] if upper and upper[1] else None,
-        lte=upper[0] if upper and not upper[1] else None,
-    )
+    def listed(self, count: int) -> None:
+        self.work.listed += count
+        if self.work.listed > MAX_LISTED_INTEGERS:
+            msg = (f"the filter needs more than {MAX_LISTED_INTEGERS} integers listed to be exact past 2**53 (its "
+                   "integers beyond 2**53 and those float64 rounds onto them); use fewer such values or bounds")
+            raise InvalidFilterError(msg)
 
 
 def _empty(b: Bounds) -> bool:
@@ -287,29 +327,3 @@ def _empty(b: Bounds) -> bool:
     if low is None or high is None:
         return False
     return low > high or (low == high and (b.gt is not None or b.lt is not None))
-
-
-_OPS = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
-
-
-def _window_errors(bounds: dict[str, float | int], floats: Bounds) -> tuple[list[int], list[int]]:
-    """The integers near a bound beyond 2**52 that Qdrant's range on ``floats`` gets wrong, read in float64 (no
-    index, float index, server) or exactly (local mode, integer index): ``(wrong: matched but outside,
-    missed: inside but not matched)``. Elsewhere both readings agree with the exact one: an integer is within
-    half a float64 step of its float64 value, and ``floats`` within one step of the bounds."""
-    exact = [(_OPS[op], b) for op, b in bounds.items()]
-    read = [(_OPS[op], b) for op, b in (("gt", floats.gt), ("gte", floats.gte), ("lt", floats.lt),
-                                         ("lte", floats.lte)) if b is not None]
-    wrong: set[int] = set()
-    missed: set[int] = set()
-    for b in bounds.values():
-        if abs(b) < 2**52:
-            continue
-        reach = 2 * int(math.ulp(float(b))) + 2
-        centre = int(b)
-        for p in range(max(INT64_MIN, centre - reach), min(INT64_MAX, centre + reach) + 1):
-            inside = all(op(p, v) for op, v in exact)
-            f = float(p)
-            if inside != all(op(f, v) for op, v in read) or inside != all(op(p, v) for op, v in read):
-                (missed if inside else wrong).add(p)
-    return sorted(wrong), sorted(missed)

@@ -31,14 +31,14 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
-from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.qdrant.backend import Saved
 from rrf_retriever.stores.qdrant.bm25_store import Bm25Store
 from rrf_retriever.stores.qdrant.dense import DenseBatch, embed_if_needed, prepare_dense_batch
 from rrf_retriever.stores.qdrant.joint_views import HybridDenseView, HybridKeywordView
-from rrf_retriever.stores.qdrant.ops import Op, Steps, drive, finish
+from rrf_retriever.stores.qdrant.ops import Op, Steps, drive, failed, finish
 from rrf_retriever.stores.qdrant.points import CONTENT_KEY, METADATA_KEY, ExcludeIds, Metadatas, Point, Vectors
 from rrf_retriever.stores.qdrant.sparse_values import analyze_document
 from rrf_retriever.types import Hit
@@ -124,8 +124,9 @@ class JointKind(Bm25Store):
         self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
-        steps = self._alone_steps(self._nearest_steps(vector, limit, filter, exclude_ids))
-        return await self._arun_or_thread(steps, self.search, vector, limit, filter, exclude_ids)
+        return await self._arun_or_thread(
+            lambda: self._alone_steps(self._nearest_steps(vector, limit, filter, exclude_ids)),
+            self.search, vector, limit, filter, exclude_ids)
 
     def keyword_search(
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
@@ -137,8 +138,9 @@ class JointKind(Bm25Store):
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`keyword_search`."""
-        steps = self._alone_steps(self._bm25_search_steps(query, limit, filter, exclude_ids))
-        return await self._arun_or_thread(steps, self.keyword_search, query, limit, filter, exclude_ids)
+        return await self._arun_or_thread(
+            lambda: self._alone_steps(self._bm25_search_steps(query, limit, filter, exclude_ids)),
+            self.keyword_search, query, limit, filter, exclude_ids)
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
         """Run several legs' searches in ONE request to Qdrant (``query_batch_points``; qdrant-edge runs them one
@@ -157,8 +159,8 @@ class JointKind(Bm25Store):
 
     async def asearch_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
         """Async :meth:`search_batch` (native with an async client)."""
-        steps = self._batch_steps([self._request_steps(r) for r in requests])
-        return await self._arun_or_thread(steps, self.search_batch, requests)
+        return await self._arun_or_thread(lambda: self._batch_steps([self._request_steps(r) for r in requests]),
+                                          self.search_batch, requests)
 
     # -- the kind's hooks and steps ----------------------------------------------------------------------
     def _take(self, saved: Saved) -> None:
@@ -184,12 +186,15 @@ class JointKind(Bm25Store):
         if not isinstance(request, SearchRequest):
             msg = f"search_batch takes SearchRequest objects, not {type(request).__name__}"
             raise InvalidArgumentError(msg)
-        if request.kind == "dense":
-            return self._nearest_steps(request.vector, request.limit, request.filter, request.exclude_ids)
-        if request.kind == "keyword":
+        if request.kind not in ("dense", "keyword"):
+            msg = f"a SearchRequest's kind is 'dense' or 'keyword', not {request.kind!r}"
+            raise InvalidArgumentError(msg)
+        try:  # the scope is compiled here, before the batch takes the lock; a bad one fails its own request
+            if request.kind == "dense":
+                return self._nearest_steps(request.vector, request.limit, request.filter, request.exclude_ids)
             return self._bm25_search_steps(request.query, request.limit, request.filter, request.exclude_ids)
-        msg = f"a SearchRequest's kind is 'dense' or 'keyword', not {request.kind!r}"
-        raise InvalidArgumentError(msg)
+        except RRFRetrieverError as exc:
+            return failed(exc)
 
     def _is_query(self, op: Op) -> bool:
         """Whether ``op`` is a leg's engine query (what one joint request carries)."""

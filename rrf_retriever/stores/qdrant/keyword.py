@@ -129,8 +129,8 @@ class KeywordKind(Bm25Store):
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
-        steps = self._bm25_search_steps(query, limit, filter, exclude_ids)
-        return await self._arun_or_thread(steps, self.search, query, limit, filter, exclude_ids)
+        return await self._arun_or_thread(lambda: self._bm25_search_steps(query, limit, filter, exclude_ids),
+                                          self.search, query, limit, filter, exclude_ids)
 
     def _add_steps(self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas) -> Steps[None]:
         """Validate and analyze a batch now (a bad one raises before anything is written); the steps write it."""

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Finished", "Op", "Steps", "drive", "finish", "in_thread", "run_async", "run_sync", "then"]
+__all__ = ["Finished", "Op", "Steps", "drive", "failed", "finish", "in_thread", "run_async", "run_sync", "then"]
 
 T = TypeVar("T")
 
@@ -127,6 +127,12 @@ def drive(
             reply, error = (yield op), None
         except Exception as exc:
             reply, error = None, exc
+
+
+def failed(exc: Exception) -> Steps[Any]:
+    """An operation that raises ``exc`` when run (an error found before its steps were made, kept for them)."""
+    raise exc
+    yield  # a generator: nothing runs until it is driven
 
 
 def finish(steps: Steps[Any], reply: Any, error: BaseException | None) -> Steps[Any]:
