@@ -210,7 +210,7 @@ def test_fetch_k_below_top_k_is_422(client: httpx.Client, first: dict, second: d
     before = client.get("/settings").json()
     r = client.patch("/settings", json=second)
     assert r.status_code == 422, r.text
-    assert "fetchK" in r.json()["detail"] and "topK" in r.json()["detail"]
+    assert "fetch_k" in r.json()["detail"] and "top_k" in r.json()["detail"]  # the settings type's message
     assert client.get("/settings").json() == before
 
 
