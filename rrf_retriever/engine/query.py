@@ -127,9 +127,17 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of the list
     fused for ``offset + top_k``: the legs fetch for that depth. Options given as None take the settings'
     (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
+
+    Raises:
+        DimensionMismatchError: a ``query_vector`` whose length is not the dimension of a dense store of the
+            engine (whatever its weight: the vector is wrong for it); a store never written has none yet.
     """
     text = check_query(query)
     resolved = options.resolved(settings)
+    vector = cast("list[float] | None", resolved.query_vector)  # the options keep it as a list of floats
+    if vector is not None:  # bad input: refused before any leg runs, not one dense leg failing (degraded)
+        for leg in legs.values():
+            leg.check_query_vector(vector)
     top_k = cast(int, resolved.top_k)  # resolved: the settings' top_k when not given
     flt, excl = resolved.scope
     paths = path_legs(legs, resolved.dense_paths or {})
