@@ -103,12 +103,18 @@ class Query:
 
 @dataclass
 class LegOutcome:
-    """What one leg's call gave: hits, or the error (``timed_out`` when it passed ``leg_timeout``)."""
+    """What one leg's call gave: hits, or the error (``timed_out`` when it passed ``leg_timeout``).
+
+    ``started`` and ``ended`` are the ``time.perf_counter()`` of the call's start (taken inside the call: when it
+    never started, when it was handed to the pool) and end; ``latency_ms`` is the time between them.
+    """
 
     hits: list[Hit] | None
     latency_ms: float
     error: BaseException | None = None
     timed_out: bool = False
+    started: float = 0.0
+    ended: float = 0.0
 
 
 @dataclass
