@@ -12,9 +12,11 @@ How it stays fast: each leg is searched ONCE per query, through the engine (``we
 filter and the exclusions apply inside the stores as in a real query), at the deepest fetch depth of the grid; every
 setting is then a pure fusion (:func:`rrf_retriever.fusion.fuse`) of prefixes of those lists, which is what the
 engine itself would compute with that setting (up to how a store orders documents of exactly equal score, which may
-depend on the limit asked; rare with real embeddings). The metrics are computed in pure Python
+depend on the limit asked; rare with real embeddings). The current settings are scored on the engine's own answers
+by :func:`~rrf_retriever.tuning.index_eval.evaluate_index`, the definition ``rrf-retriever eval`` reports, so the
+two figures agree. The metrics are computed in pure Python
 (:mod:`~rrf_retriever.tuning.metrics`: closed forms, checked against ranx in the tests), so tuning never pays ranx's
-numba start-up (9-14 s in a fresh process here, even with numba's disk cache warm).
+numba start-up.
 
 Example:
     >>> from rrf_retriever.tuning import load_judged_queries
@@ -40,6 +42,7 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreEr
 from rrf_retriever.fusion import fuse
 from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, MANIFEST_SETTINGS_KEY, save_manifest
 from rrf_retriever.tuning.grid import Setting, TuneGrid
+from rrf_retriever.tuning.index_eval import QuerySpec, evaluate_index, query_specs
 from rrf_retriever.tuning.metrics import metric_value, parse_metric
 from rrf_retriever.tuning.report import FoldResult, TuneReport
 from rrf_retriever.tuning.statistics import paired_bootstrap_ci
@@ -51,35 +54,7 @@ __all__ = ["MANIFEST_TUNING_KEY", "save_settings", "tune"]
 MANIFEST_TUNING_KEY = "tuning"
 
 
-def _query_specs(queries: Mapping[str, Any], qrels: Mapping[str, Mapping[str, int]]
-                 ) -> list[tuple[str, str, Any, Any]]:
-    """``[(qid, text, filter, exclude_ids)]`` for every judged query, in qrels order."""
-    if not isinstance(queries, Mapping) or not isinstance(qrels, Mapping):
-        msg = "queries and qrels must be mappings: {query_id: text or {'text', 'filter'}}, {query_id: {doc: grade}}"
-        raise InvalidTypeError(msg)
-    missing = [q for q in qrels if q not in queries]
-    if missing:
-        msg = f"{len(missing)} judged query id(s) have no text in queries: {sorted(missing)[:5]}"
-        raise InvalidArgumentError(msg)
-    specs = []
-    for qid in qrels:
-        spec = queries[qid]
-        if isinstance(spec, str):
-            specs.append((str(qid), spec, None, None))
-        elif isinstance(spec, Mapping) and isinstance(spec.get("text"), str):
-            unknown = sorted(set(spec) - {"text", "filter", "exclude_ids"})
-            if unknown:
-                msg = f"query {qid!r}: unknown key(s) {unknown}; a query is text or {{'text', 'filter', 'exclude_ids'}}"
-                raise InvalidArgumentError(msg)
-            specs.append((str(qid), spec["text"], spec.get("filter"), spec.get("exclude_ids")))
-        else:
-            msg = f"query {qid!r} must be a string or a mapping with a 'text' string, not {type(spec).__name__}"
-            raise InvalidTypeError(msg)
-    return specs
-
-
-def _leg_lists(engine: Any, specs: Sequence[tuple[str, str, Any, Any]], depth: int
-               ) -> dict[str, dict[str, list[Hit]]]:
+def _leg_lists(engine: Any, specs: Sequence[QuerySpec], depth: int) -> dict[str, dict[str, list[Hit]]]:
     """Each leg's ranked list per query, fetched once at ``depth`` through the engine (one leg at a time)."""
     names = list(engine.legs)
     lists: dict[str, dict[str, list[Hit]]] = {}
@@ -167,7 +142,7 @@ def tune(
     """
     started = time.perf_counter()
     name, cut = parse_metric(metric)
-    specs = _query_specs(queries, qrels)
+    specs = query_specs(queries, qrels)
     n = len(specs)
     if isinstance(folds, bool) or not isinstance(folds, int):
         msg = f"folds must be an integer >= 2, not {folds!r}"
@@ -197,11 +172,15 @@ def tune(
             progress(i + 1, n)
     fetch_seconds = time.perf_counter() - t0
 
-    # 2. every setting on every query: a pure fusion of the lists' prefixes, then the metric
+    # 2. the current settings: the engine's own answers, evaluated as `rrf-retriever eval` does (one definition,
+    # so tune's current figure is eval's); every other setting on every query: a pure fusion of the lists'
+    # prefixes, then the metric
     t1 = time.perf_counter()
+    label = f"{name}@{cutoff}"
+    now = evaluate_index(engine, queries, qrels, (label,), ignore_identical_ids=ignore_identical_ids).per_query[label]
+    scores: list[list[float]] = [[now[qid] for qid, _, _, _ in specs]]
     limit = cutoff + 1 if ignore_identical_ids else cutoff
-    scores: list[list[float]] = []
-    for s, f in zip(candidates, fetch):
+    for s, f in zip(candidates[1:], fetch[1:]):
         weights = s.weight_map
         row = []
         for qid, _, _, _ in specs:
