@@ -230,28 +230,34 @@ def eval_command(
 ) -> None:
     """Evaluate hybrid retrieval on a BEIR folder: nDCG@10, Recall@100, MRR@10.
 
-    If --index-dir holds no index yet, the folder's corpus is indexed into it first.
+    Each judged query is searched with its own metadata.filter, and the figures are those tune reports for the
+    current settings (rrf_retriever.tuning.evaluate_index). If --index-dir holds no index yet, the folder's corpus
+    is indexed into it first.
     """
-    from rrf_retriever.evaluation import evaluate, load_beir
     from rrf_retriever.index.directory import create_index, open_index
     from rrf_retriever.index.manifest import MANIFEST_FILE, refresh_manifest
+    from rrf_retriever.tuning.index_eval import evaluate_index
+    from rrf_retriever.tuning.judged import load_judged_queries
 
     with _user_errors():
-        options = search_options(semantic_weight=semantic_weight, keyword_weight=keyword_weight, top_k=100)
+        weights = search_options(semantic_weight=semantic_weight, keyword_weight=keyword_weight).weights
         if max_queries is not None and max_queries < 1:
             msg = f"--max-queries must be >= 1, got {max_queries}"
             raise UsageError(msg)
         check_beir_files(data, split)
         total, docs = iter_documents(data)  # checks corpus.jsonl line by line
         try:
-            dataset = load_beir(data, split=split)
-        except (ValueError, KeyError, IndexError) as exc:  # what check_beir_files did not foresee
+            queries, qrels = load_judged_queries(data, split)  # the queries tune reads, with their filters
+        except RRFRetrieverError:
+            raise  # our own message already
+        except (ValueError, KeyError, IndexError, TypeError) as exc:  # what check_beir_files did not foresee
             msg = f"cannot read the BEIR folder {data}: {type(exc).__name__}: {exc}"
             raise UsageError(msg) from None
+        qrels = dict(list(qrels.items())[:max_queries])
         if not (index_dir / MANIFEST_FILE).exists():
             engine = create_index(index_dir, embedder=embedder)
             try:
-                index_documents(engine, total, docs, f"indexing {dataset.name}")
+                index_documents(engine, total, docs, f"indexing {data.name}")
             finally:
                 with suppress(Exception):
                     refresh_manifest(index_dir, engine)
@@ -260,24 +266,21 @@ def eval_command(
         try:
             if rrf_k is not None:
                 engine.update_settings(rrf_k=rrf_k)
-            queries = list(dataset.queries.items())[:max_queries]
-            qrels = {qid: dataset.qrels[qid] for qid, _ in queries}
+            if weights:
+                engine.update_settings(weights=weights)  # this run's settings, not saved
             _check_judged_documents(engine, qrels, index_dir)
-            run: dict[str, dict[str, float]] = {}
             with progress_bar() as progress:
-                task = progress.add_task("searching", total=len(queries))
-                for qid, text in queries:
-                    result = engine.search(text, options)
-                    run[qid] = {h.id: h.score for h in result.hits}
-                    progress.update(task, advance=1)
+                task = progress.add_task("searching", total=len(qrels))
+                figures = evaluate_index(engine, queries, qrels, ignore_identical_ids=not keep_self_matches,
+                                         progress=lambda done, _: progress.update(task, completed=done))
         finally:
             engine.close()
-        metrics = evaluate(run, qrels, ignore_identical_ids=not keep_self_matches)
+        metrics = figures.metrics
     if as_json:
-        sys.stdout.write(json.dumps({"dataset": dataset.name, "split": split, "queries": len(queries),
+        sys.stdout.write(json.dumps({"dataset": data.name, "split": split, "queries": len(qrels),
                                      "metrics": metrics}) + "\n")
         return
-    table = Table(title=f"{dataset.name} ({split}, {len(queries)} queries)", title_justify="left")
+    table = Table(title=f"{data.name} ({split}, {len(qrels)} queries)", title_justify="left")
     for name in metrics:
         table.add_column(name, justify="right")
     table.add_row(*(f"{v:.4f}" for v in metrics.values()))

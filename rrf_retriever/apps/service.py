@@ -310,14 +310,7 @@ def create_app(
             for camel, name in (("diversity", "diversity"), ("rerankK", "rerank_k"), ("expandLimit", "expand_limit")):
                 if camel in patch.model_fields_set:  # null switches the stage back to its default
                     changes[name] = getattr(patch, camel)
-            if "top_k" in changes or "fetch_k" in changes:
-                top_k = changes.get("top_k", engine.settings.top_k)
-                fetch_k = changes.get("fetch_k", engine.settings.fetch_k)
-                if fetch_k is not None and fetch_k < top_k:
-                    msg = (f"fetchK ({fetch_k}) is below topK ({top_k}): each leg must fetch at least topK hits; "
-                           "raise fetchK or set it to null (max(2 * topK, 40))")
-                    raise HTTPException(422, msg)
-            if changes:
+            if changes:  # fetchK below topK (after the change) is the settings type's own check: a 422 below
                 before = engine.settings
                 try:
                     engine.update_settings(**changes)

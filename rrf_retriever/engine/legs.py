@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from rrf_retriever.errors import InvalidTypeError
+from rrf_retriever.errors import DimensionMismatchError, InvalidTypeError
 from rrf_retriever.scope.parse import Scope
 from rrf_retriever.scope.tree import NormalizedFilter, matches
-from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore
+from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore, KnowsDimension
 from rrf_retriever.types import Hit, Record
 
 __all__ = ["DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "StoreLeg", "as_leg"]
@@ -65,6 +65,9 @@ class Leg:
     def scope_note(self, limit: int, flt: NormalizedFilter | None, exclude_ids: frozenset[str]) -> str | None:
         """What the trace should say about how this leg applied the scope (None: inside its store, as usual)."""
         return None
+
+    def check_query_vector(self, vector: Sequence[float]) -> None:
+        """Refuse a caller's query vector this leg could not search with (nothing to check by default)."""
 
     def close(self) -> None:
         """Release what the leg holds (nothing by default)."""
@@ -183,6 +186,23 @@ class DenseLeg(StoreLeg):
 
     def snapshot(self, ids: list[str]) -> list[Record]:
         return self.store.get(ids, with_vectors=True)
+
+    @cached_property
+    def _sized(self) -> KnowsDimension | None:
+        """The store, if it knows its dimension (asked once: a protocol check is not free)."""
+        return self.store if isinstance(self.store, KnowsDimension) else None
+
+    def check_query_vector(self, vector: Sequence[float]) -> None:
+        """Refuse a query vector whose length is not the store's dimension. A store never written has no dimension
+        yet: any vector is taken, and the leg finds nothing.
+
+        Raises:
+            DimensionMismatchError: the lengths differ.
+        """
+        dimension = None if self._sized is None else self._sized.dimension  # read each time: set by the first add
+        if dimension is not None and len(vector) != dimension:
+            msg = f"the query vector has dimension {len(vector)}, the dense store's vectors {dimension}"
+            raise DimensionMismatchError(msg)
 
 
 #: A scoped foreign retriever is asked for this many times ``limit`` (plus the excluded ids), then post-filtered.

@@ -85,7 +85,8 @@ class SearchOptions:
     query_vector: Sequence[float] | None = field(default=None, metadata=_meta(
         lambda v: to_float_vector(v, "query_vector"),
         "Use this query vector for the dense legs instead of embedding the query (a vector shared with other "
-        "lookups)."))
+        "lookups). Of the dense store's dimension: another length is a ``DimensionMismatchError`` before any leg "
+        "runs (a store never written has no dimension yet: any length is taken, and the dense leg finds nothing)."))
     score_threshold: float | None = field(default=None, metadata=_meta(
         lambda t: check_number(t, "score_threshold", high=1.0),
         "Keep hits whose ``normalized_score`` (score / best possible score, in [0, 1]) reaches it; pinned hits stay."))

@@ -102,12 +102,18 @@ class Query:
 
 @dataclass
 class LegOutcome:
-    """What one leg's call gave: hits, or the error (``timed_out`` when it passed ``leg_timeout``)."""
+    """What one leg's call gave: hits, or the error (``timed_out`` when it passed ``leg_timeout``).
+
+    ``started`` and ``ended`` are the ``time.perf_counter()`` of the call's start (taken inside the call: when it
+    never started, when it was handed to the pool) and end; ``latency_ms`` is the time between them.
+    """
 
     hits: list[Hit] | None
     latency_ms: float
     error: BaseException | None = None
     timed_out: bool = False
+    started: float = 0.0
+    ended: float = 0.0
 
 
 @dataclass
@@ -126,9 +132,17 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of ONE fused
     list: the legs fetch ``fetch_k`` for the page size whatever the offset, so pages never overlap or skip.
     Options given as None take the settings' (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
+
+    Raises:
+        DimensionMismatchError: a ``query_vector`` whose length is not the dimension of a dense store of the
+            engine (whatever its weight: the vector is wrong for it); a store never written has none yet.
     """
     text = check_query(query)
     resolved = options.resolved(settings)
+    vector = cast("list[float] | None", resolved.query_vector)  # the options keep it as a list of floats
+    if vector is not None:  # bad input: refused before any leg runs, not one dense leg failing (degraded)
+        for leg in legs.values():
+            leg.check_query_vector(vector)
     top_k = cast(int, resolved.top_k)  # resolved: the settings' top_k when not given
     flt, excl = resolved.scope
     paths = path_legs(legs, resolved.dense_paths or {})

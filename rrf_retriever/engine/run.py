@@ -63,9 +63,17 @@ def _ms_since(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def _outcome(hits: list[Hit] | None, t0: float, error: BaseException | None = None, *,
+             timed_out: bool = False) -> LegOutcome:
+    """A leg's outcome, its call started at ``t0`` and ended now."""
+    ended = time.perf_counter()
+    return LegOutcome(hits, (ended - t0) * 1000, error, timed_out, t0, ended)
+
+
 class _Called:
-    """When a leg's thread called its store, and when that call ended (the leg's latency is taken there, not when
-    the caller collects the result: a leg that finished first would else show the slower leg's time)."""
+    """When a leg's thread called its store, and when that call ended: the leg's latency is the time between them,
+    both taken in the leg's own thread (not when the caller collects the result: a leg that finished first would
+    else show the slower leg's time; nor when ``pool.submit()`` returned: a leg may be done by then)."""
 
     __slots__ = ("at", "ended", "event")
 
@@ -81,9 +89,13 @@ class _Called:
     def end(self) -> None:
         self.ended = time.perf_counter()
 
-    def ms_since(self, submitted: float) -> float:
-        """Milliseconds from ``submitted`` to the end of the call (to now while it runs)."""
-        return ((self.ended or time.perf_counter()) - submitted) * 1000
+    def outcome(self, hits: list[Hit] | None, error: BaseException | None = None, *, timed_out: bool = False,
+                submitted: float = 0.0) -> LegOutcome:
+        """The leg's outcome, timed from its call's start (from ``submitted`` if it never started) to the call's
+        end (to now while it runs)."""
+        ended = self.ended or time.perf_counter()
+        started = self.at or submitted
+        return LegOutcome(hits, (ended - started) * 1000, error, timed_out, started, ended)
 
 
 def _batch_store(leg: Leg) -> BatchSearch | None:
@@ -155,7 +167,8 @@ def run_in_threads(
             finally:
                 mark.end()
 
-        futures[name] = (pool.submit(call), time.perf_counter(), None)
+        submitted = time.perf_counter()  # before submit: leg_timeout counts from the hand-over
+        futures[name] = (pool.submit(call), submitted, None)
         marks[name] = mark
 
     def submit_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> None:
@@ -171,7 +184,8 @@ def run_in_threads(
             finally:
                 mark.end()
 
-        future, submitted = pool.submit(call), time.perf_counter()
+        submitted = time.perf_counter()
+        future = pool.submit(call)
         for index, (name, _) in enumerate(members):
             futures[name] = (future, submitted, index)
             marks[name] = mark
@@ -194,14 +208,14 @@ def run_in_threads(
     outcomes: dict[str, LegOutcome] = {}
     for name, (future, submitted, index) in futures.items():
         remaining = None if timeout is None else max(0.0, submitted + timeout - time.perf_counter())
+        mark = marks[name]
         try:
-            hits = _share(future.result(timeout=remaining), index)
-            outcomes[name] = LegOutcome(hits, marks[name].ms_since(submitted))
+            outcomes[name] = mark.outcome(_share(future.result(timeout=remaining), index))
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
-            outcomes[name] = LegOutcome(None, _ms_since(submitted), exc, timed_out=True)
+            outcomes[name] = mark.outcome(None, exc, timed_out=True, submitted=submitted)
         except Exception as exc:
-            outcomes[name] = LegOutcome(None, marks[name].ms_since(submitted), exc)
+            outcomes[name] = mark.outcome(None, exc, submitted=submitted)
     return outcomes, embedded
 
 
@@ -261,11 +275,11 @@ async def run_in_tasks(q: Query, head_start: HeadStart = HeadStart()) -> tuple[d
         t0 = time.perf_counter()
         try:
             hits = await asyncio.wait_for(leg.asearch(q.text, vector, q.fetch_k, q.flt, q.excl), timeout)
-            return LegOutcome(hits, _ms_since(t0))
+            return _outcome(hits, t0)
         except asyncio.TimeoutError as exc:
-            return LegOutcome(None, _ms_since(t0), exc, timed_out=True)
+            return _outcome(None, t0, exc, timed_out=True)
         except Exception as exc:
-            return LegOutcome(None, _ms_since(t0), exc)
+            return _outcome(None, t0, exc)
 
     async def run_group(members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[LegOutcome]:
         store = cast(BatchSearch, _batch_store(members[0][1]))  # a group is made of legs over batch stores
@@ -273,15 +287,18 @@ async def run_in_tasks(q: Query, head_start: HeadStart = HeadStart()) -> tuple[d
         try:
             result = await asyncio.wait_for(store.asearch_batch(_requests(q, members, vectors)), timeout)
         except asyncio.TimeoutError as exc:
-            return [LegOutcome(None, _ms_since(t0), exc, timed_out=True) for _ in members]
+            return [_outcome(None, t0, exc, timed_out=True) for _ in members]
         except Exception as exc:
-            return [LegOutcome(None, _ms_since(t0), exc) for _ in members]
+            return [_outcome(None, t0, exc) for _ in members]
+        ended = time.perf_counter()  # one call for the group: every member shares its time
         outcomes = []
         for index in range(len(members)):
             try:
-                outcomes.append(LegOutcome(_share(result, index), _ms_since(t0)))
+                hits: list[Hit] | None = _share(result, index)
+                error: BaseException | None = None
             except Exception as exc:
-                outcomes.append(LegOutcome(None, _ms_since(t0), exc))
+                hits, error = None, exc
+            outcomes.append(LegOutcome(hits, (ended - t0) * 1000, error, started=t0, ended=ended))
         return outcomes
 
     batches = _batches(q)

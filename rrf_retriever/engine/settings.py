@@ -7,6 +7,10 @@ Example:
     >>> s = RetrievalSettings(weights={"dense": 1.0, "keyword": 0.5})
     >>> s.effective_fetch_k(10), s.effective_fetch_k(50), s.with_weights({"keyword": 2})["keyword"]
     (40, 100, 2.0)
+    >>> RetrievalSettings(weights={"keyword": 1.0}, top_k=10, fetch_k=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rrf_retriever.errors.InvalidArgumentError: fetch_k (3) is below top_k (10): ...
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ class RetrievalSettings:
         weights: ``{source: weight >= 0}``; every source of the engine has one.
         rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 60).
         top_k: How many fused results to return (default 10).
-        fetch_k: How many hits each leg fetches; None means ``max(2 * top_k, MIN_FETCH_K)`` (headroom for fusion).
+        fetch_k: How many hits each leg fetches, at least ``top_k``; None means ``max(2 * top_k, MIN_FETCH_K)``
+            (headroom for fusion).
         leg_timeout: Seconds a leg (and the query embedding) may take; None waits forever.
         on_error: ``"degrade"`` drops a failing leg from the query; ``"raise"`` re-raises its error.
         fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"`` (:data:`rrf_retriever.fusion.FUSIONS`).
@@ -103,6 +108,10 @@ class RetrievalSettings:
         check_top_k(self.top_k)
         if self.fetch_k is not None:
             check_top_k(self.fetch_k, "fetch_k")
+            if self.fetch_k < self.top_k:  # the one check: the engine, the retrievers and PATCH /settings pass here
+                msg = (f"fetch_k ({self.fetch_k}) is below top_k ({self.top_k}): each leg must fetch at least top_k "
+                       "hits; raise fetch_k or set it to None (max(2 * top_k, 40))")
+                raise InvalidArgumentError(msg)
         if self.leg_timeout is not None:
             timeout = check_number(self.leg_timeout, "leg_timeout", allow_zero=False, high=MAX_LEG_TIMEOUT)
             object.__setattr__(self, "leg_timeout", timeout)

@@ -10,8 +10,8 @@ Scope (:mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its
 
 The engine tells the kinds apart by these protocols (``isinstance`` on a runtime-checkable protocol), never by
 probing attributes: a dense store is one with an ``embedding``; a keyword store one with an ``analyzer``. What a
-store may do besides is a protocol too: :class:`VectorSource`, :class:`IdsMatching`, :class:`BatchSearch`,
-:class:`WritesThrough`.
+store may do besides is a protocol too: :class:`VectorSource`, :class:`KnowsDimension`, :class:`IdsMatching`,
+:class:`BatchSearch`, :class:`WritesThrough`.
 :class:`StoreBase` gives a new store the defaults (async twins in a worker thread, ``holds_gil = False``,
 ``close`` and the context manager).
 
@@ -30,8 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.types import Hit, Record
 
-__all__ = ["BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "SearchRequest", "StoreBase", "VectorSource",
-           "WritesThrough"]
+__all__ = ["BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "KnowsDimension", "SearchRequest", "StoreBase",
+           "VectorSource", "WritesThrough"]
 
 
 @runtime_checkable
@@ -147,6 +147,16 @@ class VectorSource(Protocol):
     """
 
     def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+
+@runtime_checkable
+class KnowsDimension(Protocol):
+    """Optional: a dense store that knows the dimension of its vectors (None until its first write), so the
+    engine refuses a ``query_vector`` of another length before any leg runs
+    (:class:`~rrf_retriever.errors.DimensionMismatchError`) instead of degrading the dense leg."""
+
+    @property
+    def dimension(self) -> int | None: ...
 
 
 @runtime_checkable

@@ -12,9 +12,11 @@ How it stays fast: each leg is searched ONCE per query, through the engine (``we
 filter and the exclusions apply inside the stores as in a real query), at the deepest fetch depth of the grid; every
 setting is then a pure fusion (:func:`rrf_retriever.fusion.fuse`) of prefixes of those lists, which is what the
 engine itself would compute with that setting (up to how a store orders documents of exactly equal score, which may
-depend on the limit asked; rare with real embeddings). The metrics are computed in pure Python
+depend on the limit asked; rare with real embeddings). The current settings are scored on the engine's own answers
+by :func:`~rrf_retriever.tuning.index_eval.evaluate_index`, the definition ``rrf-retriever eval`` reports, so the
+two figures agree. The metrics are computed in pure Python
 (:mod:`~rrf_retriever.tuning.metrics`: closed forms, checked against ranx in the tests), so tuning never pays ranx's
-numba start-up (9-14 s in a fresh process here, even with numba's disk cache warm).
+numba start-up.
 
 Example:
     >>> from rrf_retriever.tuning import load_judged_queries
@@ -40,7 +42,8 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreEr
 from rrf_retriever.fusion import fuse
 from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, MANIFEST_SETTINGS_KEY, save_manifest
 from rrf_retriever.tuning.grid import Setting, TuneGrid
-from rrf_retriever.tuning.judged_input import judged_queries
+from rrf_retriever.tuning.index_eval import evaluate_index
+from rrf_retriever.tuning.judged_input import QuerySpec, judged_queries
 from rrf_retriever.tuning.metrics import metric_value, parse_metric
 from rrf_retriever.tuning.report import FoldResult, TuneReport
 from rrf_retriever.tuning.statistics import paired_bootstrap_ci
@@ -67,8 +70,7 @@ def _check_judged_stored(engine: Any, qrels: Mapping[str, Mapping[str, int]]) ->
     raise InvalidArgumentError(msg)
 
 
-def _leg_lists(engine: Any, specs: Sequence[tuple[str, str, Any, Any]], depth: int
-               ) -> dict[str, dict[str, list[Hit]]]:
+def _leg_lists(engine: Any, specs: Sequence[QuerySpec], depth: int) -> dict[str, dict[str, list[Hit]]]:
     """Each leg's ranked list per query, fetched once at ``depth`` through the engine (one leg at a time)."""
     names = list(engine.legs)
     lists: dict[str, dict[str, list[Hit]]] = {}
@@ -192,11 +194,15 @@ def tune(
             progress(i + 1, n)
     fetch_seconds = time.perf_counter() - t0
 
-    # 2. every setting on every query: a pure fusion of the lists' prefixes, then the metric
+    # 2. the current settings: the engine's own answers, evaluated as `rrf-retriever eval` does (one definition,
+    # so tune's current figure is eval's); every other setting on every query: a pure fusion of the lists'
+    # prefixes, then the metric
     t1 = time.perf_counter()
+    label = f"{name}@{cutoff}"
+    now = evaluate_index(engine, queries, qrels, (label,), ignore_identical_ids=ignore_identical_ids).per_query[label]
+    scores: list[list[float]] = [[now[qid] for qid, _, _, _ in specs]]
     limit = cutoff + 1 if ignore_identical_ids else cutoff
-    scores: list[list[float]] = []
-    for s, f in zip(candidates, fetch):
+    for s, f in zip(candidates[1:], fetch[1:]):
         weights = s.weight_map
         row = []
         for qid, _, _, _ in specs:

@@ -210,7 +210,7 @@ def test_fetch_k_below_top_k_is_422(client: httpx.Client, first: dict, second: d
     before = client.get("/settings").json()
     r = client.patch("/settings", json=second)
     assert r.status_code == 422, r.text
-    assert "fetchK" in r.json()["detail"] and "topK" in r.json()["detail"]
+    assert "fetch_k" in r.json()["detail"] and "top_k" in r.json()["detail"]  # the settings type's message
     assert client.get("/settings").json() == before
 
 
@@ -247,3 +247,15 @@ def test_post_search_takes_the_result_stages(client: httpx.Client) -> None:
     assert all(h["normalized_score"] >= 1.0 for h in high)
     bad = client.post("/search", json={"query": "certificate", "score_threshold": 2})
     assert bad.status_code == 422
+
+
+# -- query_vector of the wrong dimension ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [1, 63, 65])
+def test_a_wrong_dimension_query_vector_is_422_not_a_degraded_200(client: httpx.Client, length: int) -> None:
+    r = client.post("/search", json={"q": "backup restore", "query_vector": [0.1] * length})
+    assert r.status_code == 422, r.text
+    assert f"dimension {length}" in r.json()["detail"] and "64" in r.json()["detail"]
+    ok = client.post("/search", json={"q": "backup restore", "query_vector": [0.1] * 64})
+    assert ok.status_code == 200 and not ok.json()["trace"]["degraded"], ok.text

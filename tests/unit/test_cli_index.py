@@ -110,7 +110,6 @@ def test_eval_refuses_an_index_holding_none_of_the_judged_documents(tmp_path: Pa
     assert "judged" in out and "d1" in out
 
 
-@pytest.mark.slow  # it runs the evaluation: ranx and its numba compile
 def test_eval_warns_when_some_judged_documents_are_missing(tmp_path: Path) -> None:
     data = write_beir(tmp_path / "beir", qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n")
     result = runner.invoke(app, ["eval", str(data), "-d", str(tmp_path / "idx"), "--embedder", EMB, "--json"])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from rrf_retriever import HashingEmbedding
 from rrf_retriever.engine import HybridEngine, RetrievalSettings
+from rrf_retriever.engine.paths import UNSCOPED
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
@@ -243,16 +244,19 @@ def test_dense_paths_embed_once_and_tag_each_path_in_the_ranks() -> None:
     embedding = CountingEmbedding(DIM)
     engine = _engine(embedding)
     embedding.query_calls = 0
-    result = engine.search(QUERY, top_k=30, filter={"session_id": 1}, dense_paths={"dense_all": None})
+    result = engine.search(QUERY, top_k=30, filter={"session_id": 1}, dense_paths={"dense_all": UNSCOPED})
     assert embedding.query_calls == 1
     sources = {s for h in result.hits for s in h.ranks}
     assert sources == {"dense", "dense_all", "keyword"}
     outside = [h for h in result.hits if h.metadata["session_id"] != 1]
-    assert outside and all(set(h.ranks) == {"dense_all"} for h in outside)  # only the unfiltered path reaches them
+    assert outside and all(set(h.ranks) == {"dense_all"} for h in outside)  # only the UNSCOPED path reaches them
     assert result.trace.weights["dense_all"] == 1.0
+    within = engine.search(QUERY, top_k=30, filter={"session_id": 1}, dense_paths={"dense_all": None})
+    assert {h.metadata["session_id"] for h in within.hits} == {1}  # None: the query's scope alone
     scoped = engine.search(QUERY, top_k=30, filter={"session_id": 1}, dense_paths={"s2": {"session_id": 2}},
                            weights={"s2": 0.5}, exclude_ids=["d02"])
-    assert {h.metadata["session_id"] for h in scoped.hits} <= {1, 2} and "d02" not in scoped.ids
+    assert {h.metadata["session_id"] for h in scoped.hits} == {1} and "d02" not in scoped.ids  # s2 narrows to none
+    assert "s2" not in {s for h in scoped.hits for s in h.ranks}
     assert scoped.trace.weights["s2"] == 0.5
     plain = engine.search(QUERY, top_k=30, filter={"session_id": 1})
     assert {h.metadata["session_id"] for h in plain.hits} == {1}  # no path named: the filter holds

@@ -467,8 +467,10 @@ def test_every_query_sees_one_settings_snapshot_under_concurrent_updates() -> No
 def test_retrieval_settings_fetch_k() -> None:
     s = RetrievalSettings(weights={"a": 1.0}, top_k=5)
     assert s.effective_fetch_k(5) == MIN_FETCH_K and s.effective_fetch_k(MIN_FETCH_K) == 2 * MIN_FETCH_K
-    s2 = RetrievalSettings(weights={"a": 1.0}, top_k=5, fetch_k=3)
-    assert s2.effective_fetch_k(5) == 5  # never below top_k
+    with pytest.raises(InvalidArgumentError, match=r"fetch_k \(3\) is below top_k \(5\)"):
+        RetrievalSettings(weights={"a": 1.0}, top_k=5, fetch_k=3)  # refused: it would never be used
+    s2 = RetrievalSettings(weights={"a": 1.0}, top_k=5, fetch_k=5)
+    assert s2.effective_fetch_k(8) == 8  # a query asking more than fetch_k still fetches its top_k
 
 
 # ---- bad input ------------------------------------------------------------------------------------------
