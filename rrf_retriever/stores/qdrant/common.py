@@ -326,19 +326,26 @@ class QdrantStore(StoreBase):
         """The engine's best ``limit`` hits for ``query``, equal scores ordered by id, the cut at ``limit`` too.
 
         The engine orders a tie by its internal ids (which differ between builds of the same corpus), so ask for
-        one more than kept, and twice as many while the last one fetched still ties the ``limit``-th: then the
-        kept ones are the smallest ids of a tie at the cut (within the first ``MAX_LIMIT`` hits: a tie wider than
-        that is cut in the engine's order). ``positive``: drop hits of score 0 (a keyword leg's non-matches).
+        half as many again as kept, and twice as many while the last one fetched still ties the ``limit``-th: then
+        the kept ones are the smallest ids of a tie at the cut. The work is bounded: past ``8 * limit + 64`` points
+        (a tie wider than that at the cut: short texts and short queries) the rest of the tie is cut in the
+        engine's order. ``positive``: drop hits of score 0 (a keyword leg's non-matches).
         """
-        fetch = limit + 1
+        fetch = limit + limit // 2 + 1  # a margin: a tie at the cut usually fits in it, so one engine call
         while True:
             points = yield Op(self.backend.search, (replace(query, limit=fetch),), "search")
-            hits = [hit_of(p.id, p.payload, p.score) for p in points if not positive or p.score > 0]
-            hits.sort(key=lambda h: (-h.score, h.id))
-            tie_at_cut = len(hits) > limit and hits[-1].score == hits[limit - 1].score
-            if len(points) < fetch or not tie_at_cut or fetch >= MAX_LIMIT:
-                return hits[:limit]
-            fetch = min(fetch * 2, MAX_LIMIT)
+            scored = [p for p in points if not positive or p.score > 0]  # the engine's order: best score first
+            tie_at_cut = len(scored) > limit and scored[-1].score == scored[limit - 1].score
+            bound = min(8 * limit + 64, MAX_LIMIT)
+            if len(points) < fetch or not tie_at_cut or fetch >= bound:
+                break
+            fetch = min(fetch * 2, bound)
+        if len(scored) > limit:  # only the points down to the cut's score are read (a tie at the cut included)
+            cut = scored[limit - 1].score
+            scored = [p for p in scored if p.score >= cut]
+        hits = [hit_of(p.id, p.payload, p.score) for p in scored]
+        hits.sort(key=lambda h: (-h.score, h.id))
+        return hits[:limit]
 
     def _ids_matching_steps(self, filter: FilterSpec | FilterNode | None, limit: int | None) -> Steps[list[str]]:
         """:meth:`ids_matching`'s steps, the filter compiled now (before the steps run under the store's lock)."""
