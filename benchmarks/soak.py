@@ -51,7 +51,7 @@ def main() -> int:
     figures["promises"] = {k: (len(v) if k == "problems" else v) for k, v in promises.items()}
     failed |= bool(promises["problems"])
     if args.only == "promises":
-        return _write(figures, profile, failed)
+        return _write(figures, f"{profile}_promises", failed)
 
     t0 = time.perf_counter()
     fuzz = run_fuzz(p["fuzz_per_target"], seed=args.seed)
