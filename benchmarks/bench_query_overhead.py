@@ -3,7 +3,7 @@
 Usage:
     .venv/bin/python benchmarks/bench_query_overhead.py [--code DIR] [--label NAME]
 
-The default stack (both legs on qdrant-edge) over 2,000 short documents, hashing embeddings (the model is not the
+The default stack (both legs on qdrant-edge) over 2,000 short documents (few score ties), hashing embeddings (the model is not the
 point), ``retriever.search(query, top_k=10, ...)`` through the public path: once bare, once with a filter of a
 100-value ``$in`` and a 50-part ``$or`` (parsed once per query now; once per leg and once by the engine before).
 ``--code DIR`` runs another tree's package (e.g. ``git archive <commit> | tar -x -C DIR``) so two versions are
@@ -33,8 +33,9 @@ def main() -> int:
     from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
 
     rng = random.Random(5)
-    words = "token deploy backup restore vector index session memory note agent cache queue".split()
-    texts = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(2000)]
+    # A 400-word vocabulary and lengths 6-14: scores rarely tie at the cut (bench_tie_cost.py measures ties).
+    words = [f"w{i}" for i in range(400)] + "token deploy backup restore vector index session memory".split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(6, 14))) for _ in range(2000)]
     metas = [{"session_id": i % 50, "tag": f"t{i % 7}", "n": i} for i in range(2000)]
     retriever = EnsembleRRFRetriever.from_texts(texts, HashingEmbedding(64), metadatas=metas,
                                                 ids=[f"d{i}" for i in range(2000)])

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_TOP_K",
     "MAX_WEIGHT",
     "RESERVED_METADATA_PREFIX",
+    "CheckedList",
     "check_id",
     "check_ids",
     "check_int",
@@ -230,6 +231,8 @@ def check_ids(ids: object, field_name: str = "ids") -> list[str]:
         >>> check_ids(("a", "b", "a"))
         ['a', 'b']
     """
+    if type(ids) is CheckedList:  # the ids of a checked batch: unique, each checked
+        return ids
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
         msg = f"{field_name} must be a list of ids, not {type(ids).__name__}"
         raise InvalidTypeError(msg)
@@ -370,6 +373,14 @@ def _nesting_depth(value: object) -> int:
     return deepest
 
 
+class CheckedList(list):  # type: ignore[type-arg]  # ids, texts or metadata: the element type varies
+    """A list :func:`validate_batch` made: the three lists of one checked batch pass it again unchecked.
+
+    The engine checks a write at its door; the stores it writes to take the checked lists as they are (a store
+    called directly still checks at its own door, since a plain list is not one of these).
+    """
+
+
 def validate_batch(
     ids: Sequence[str],
     texts: Sequence[str],
@@ -378,12 +389,19 @@ def validate_batch(
     """Check an ``add`` batch before anything is written, so a bad batch changes nothing.
 
     Ids must be unique non-empty strings, texts strings (valid Unicode), metadata JSON-serialisable
-    mappings with string keys; the three sequences have the same length.
+    mappings with string keys (none starting with ``rrf_``, no integer outside int64); the three sequences have
+    the same length. The lists returned are :class:`CheckedList`: given back together, they pass unchecked.
 
     Example:
-        >>> validate_batch(["a", "b"], ["x", "y"], [{"n": 1}, None])
+        >>> batch = validate_batch(["a", "b"], ["x", "y"], [{"n": 1}, None])
+        >>> batch
         (['a', 'b'], ['x', 'y'], [{'n': 1}, {}])
+        >>> all(a is b for a, b in zip(validate_batch(*batch), batch))
+        True
     """
+    if (type(ids) is CheckedList and type(texts) is CheckedList and type(metadatas) is CheckedList
+            and len(ids) == len(texts) == len(metadatas)):
+        return ids, texts, metadatas
     for name, seq in (("ids", ids), ("texts", texts)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence):
             msg = f"{name} must be a list, not {type(seq).__name__}"
@@ -411,7 +429,7 @@ def validate_batch(
             msg = f"got {len(id_list)} ids but {len(metadatas)} metadatas"
             raise InvalidArgumentError(msg)
         meta_list = [_check_metadata(i, m) for i, m in enumerate(metadatas)]
-    return id_list, text_list, meta_list
+    return CheckedList(id_list), CheckedList(text_list), CheckedList(meta_list)
 
 
 def validate_vectors(vectors: object, count: int, dim: int | None = None) -> tuple[list[list[float]], int]:

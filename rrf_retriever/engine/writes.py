@@ -27,7 +27,7 @@ from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
 from rrf_retriever.stores.base import IdsMatching, WritesThrough
 from rrf_retriever.types import Record
-from rrf_retriever.validate import check_ids, validate_batch
+from rrf_retriever.validate import CheckedList, check_ids, validate_batch
 
 __all__ = ["WriteUnit", "embed_documents"]
 
@@ -126,7 +126,7 @@ class WriteUnit:
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every writable leg; if one leg fails the others get the documents back."""
-        id_list = check_ids(ids)
+        id_list = CheckedList(check_ids(ids))  # checked here, once: the legs' stores take it as it is
         if not id_list:
             return
         with self.lock:

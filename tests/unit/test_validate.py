@@ -74,3 +74,27 @@ def test_the_rrf_metadata_namespace_is_ours_alone_on_write(key: str) -> None:
         r.add_texts(["self-pinning memory"], [{key: True}], ids=["evil"])
     assert sorted(d.id for d in r.invoke("memory", k=10)) == ["a", "b"]
     validate_batch(["a"], ["text"], [{"RRF_pinned": 1, "xrrf_score": 2, "nested": {"rrf_pinned": True}}])
+
+
+@pytest.mark.parametrize("keyword", ["qdrant-edge", "fts5"])
+def test_a_write_is_validated_once_whatever_the_number_of_stores(keyword: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine checks a batch at the door; the stores take the checked batch as it is (ids, texts, metadata
+    # were checked 1 + 2 x stores times before).
+    from rrf_retriever import validate
+
+    r = EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), keyword=keyword)
+    calls: list[object] = []
+    real = validate.check_id
+
+    def counting(doc_id: object, **kwargs: Any) -> str:
+        calls.append(doc_id)
+        return real(doc_id, **kwargs)
+
+    monkeypatch.setattr(validate, "check_id", counting)
+    r.add_texts([f"note {i}" for i in range(5)], [{"n": i} for i in range(5)], ids=[f"n{i}" for i in range(5)])
+    assert len(calls) == 5, calls
+    r.delete(["n0", "n1"])
+    assert len(calls) == 7, calls
+    assert sorted(d.id for d in r.invoke("note", k=10)) == ["n2", "n3", "n4"]
+    with pytest.raises(InvalidArgumentError):  # a store called directly still checks at its own door
+        r.engine.legs["keyword"].store.add(["x"], ["text"], [{"rrf_score": 1}])
