@@ -28,7 +28,8 @@ from rrf_retriever.errors import (
     RRFRetrieverError,
 )
 from rrf_retriever.progress import PROGRESS_THRESHOLD, ProgressBar, progress_bar
-from rrf_retriever.validate import check_str, to_float_vectors
+from rrf_retriever.validate import check_str
+from rrf_retriever.vectors import to_float_vectors
 
 __all__ = [
     "PROGRESS_THRESHOLD",

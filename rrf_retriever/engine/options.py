@@ -30,15 +30,8 @@ from rrf_retriever.engine.settings import RetrievalSettings, check_dense_paths, 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.scope.parse import normalize_exclude_ids, normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
-from rrf_retriever.validate import (
-    MAX_TOP_K,
-    check_ids,
-    check_int,
-    check_mapping,
-    check_number,
-    check_top_k,
-    to_float_vector,
-)
+from rrf_retriever.validate import MAX_TOP_K, check_ids, check_int, check_mapping, check_number, check_top_k
+from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["OPTION_ALIASES", "OPTION_NAMES", "SearchOptions", "as_options", "check_option_names", "resolve_top_k"]
 

@@ -37,7 +37,8 @@ from rrf_retriever.stores.qdrant.points import (
 )
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
-from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit, to_float_vector
+from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit
+from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["READING", "PreparedScope", "QdrantStore"]
 

@@ -19,7 +19,8 @@ from rrf_retriever.stores.qdrant.common import QdrantStore
 from rrf_retriever.stores.qdrant.ops import Steps
 from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, Point, Vectors, make_payload, point_id
 from rrf_retriever.types import Hit
-from rrf_retriever.validate import validate_batch, validate_vectors
+from rrf_retriever.validate import validate_batch
+from rrf_retriever.vectors import validate_vectors
 
 __all__ = ["DenseBatch", "DenseKind", "prepare_dense_batch"]
 
