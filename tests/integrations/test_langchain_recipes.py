@@ -7,6 +7,8 @@ import ast
 import json
 import re
 from collections.abc import Iterator
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +129,31 @@ async def test_self_query_retriever_async_and_refusals(store: RRFVectorStore) ->
     answer = {"query": "robots", "filter": 'like("genre", "no")'}
     with pytest.raises(InvalidFilterError, match="like"):  # a substring match we do not have: refused, not ignored
         _self_query(store, answer).invoke("genre like no")
+
+
+# ---- the README's recipes, run as written ------------------------------------------------------------------
+
+
+def _readme_blocks(heading: str) -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    section = section[:section.index("\n## ")]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_readme_recipes_run_as_written() -> None:
+    vector_store, self_query = _readme_blocks("### Recipes: LangChain")
+    namespace: dict[str, Any] = {}
+    exec(compile(vector_store, "README.md", "exec"), namespace)
+    doc, score = namespace["hits"][0]
+    assert doc.metadata == {"team": "infra"} and "E42" in doc.page_content and 0.0 < score <= 1.0
+    assert len(namespace["retriever"].invoke("E42")) == 2
+    assert [d.page_content for d in namespace["whole"]] == [namespace["notes"]]
+    if find_spec("lark") is None:  # SelfQueryRetriever.from_llm parses the LLM's filter with lark
+        with pytest.raises(ImportError, match="lark"):
+            exec(compile(self_query, "README.md", "exec"), {**namespace, "llm": FakeListLLM(responses=["{}"])})
+        return
+    answer = {"query": "E42", "filter": 'eq("team", "search")'}
+    namespace["llm"] = FakeListLLM(responses=[f"```json\n{json.dumps(answer)}\n```"])
+    exec(compile(self_query, "README.md", "exec"), namespace)
+    assert [d.metadata for d in namespace["found"]] == [{"team": "search"}]
