@@ -18,6 +18,8 @@ Decisions (the contract, each guarded by a test):
 * ``as_retriever()`` is LangChain's own ``VectorStoreRetriever`` (its type, search types and tags, as LangChain
   code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` thresholds the
   normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
+* ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
+  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
   name (:mod:`rrf_retriever.scope.dialects`).
 
@@ -246,6 +248,33 @@ class RRFVectorStore(VectorStore):
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         return await self.asimilarity_search_with_score(query, k, **kwargs)
+
+    def max_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Hybrid search, then MMR over the fused candidates' stored dense vectors (our ``diversity`` stage, with
+        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). The candidates are the fused
+        list of the legs' fetch depth (``retriever.settings.effective_fetch_k(k)``: 40 or more); a larger
+        ``fetch_k`` here is refused (raise it with ``retriever.update_settings(fetch_k=...)``), never silently
+        not honoured."""
+        self._check_fetch_k(fetch_k, k)
+        return self.similarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+
+    async def amax_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of :meth:`max_marginal_relevance_search`."""
+        self._check_fetch_k(fetch_k, k)
+        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+
+    def _check_fetch_k(self, fetch_k: int, k: int) -> None:
+        legs_fetch = self.retriever.settings.effective_fetch_k(k)
+        if fetch_k > legs_fetch:
+            msg = (f"fetch_k={fetch_k} is more than the {legs_fetch} candidates each leg fetches; raise it with "
+                   f"store.retriever.update_settings(fetch_k={fetch_k})")
+            raise InvalidArgumentError(msg)
 
     @staticmethod
     def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,9 @@ PGVECTOR_OPERATORS = {op: f"${op}" for op in ("eq", "ne", "lt", "lte", "gt", "gt
 _PGVECTOR_LOGIC = {"and": "$and", "or": "$or"}
 _PGVECTOR_REFUSED = ("like", "ilike", "contain", "between")
 _OURS = "pass our Mongo-style filter instead, e.g. {'year': {'$gte': 2020}, 'genre': {'$in': ['a', 'b']}}"
-_WEAVIATE_KEYS = frozenset({"path", "operator", "operands"})
+_WEAVIATE_OPERATORS = frozenset({
+    "And", "Or", "Not", "Equal", "NotEqual", "GreaterThan", "GreaterThanEqual", "LessThan", "LessThanEqual", "Like",
+    "IsNull", "ContainsAny", "ContainsAll", "WithinGeoRange"})
 _ELASTIC_KEYS = frozenset({"bool", "term", "terms", "match", "match_phrase", "range", "exists", "query",
                            "match_all", "wildcard", "prefix"})
 
@@ -37,8 +39,12 @@ def _refuse(dialect: str, hint: str = "") -> InvalidFilterError:
 
 
 def _is_weaviate(spec: Mapping[Any, Any]) -> bool:
+    """Weaviate's operator name (``Equal``, ``And``, ...) with a path list, operands or a typed ``value*`` key."""
+    if spec.get("operator") not in _WEAVIATE_OPERATORS:
+        return False
     keys = {k for k in spec if isinstance(k, str)}
-    return "operator" in keys and bool(keys & {"path", "operands"} or any(k.startswith("value") for k in keys))
+    typed = any(k.startswith("value") and k[5:6].isupper() for k in keys)  # valueText, valueInt, ...
+    return isinstance(spec.get("path"), list) or isinstance(spec.get("operands"), list) or typed
 
 
 def _is_elastic(spec: Mapping[Any, Any]) -> bool:

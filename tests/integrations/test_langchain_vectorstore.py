@@ -120,3 +120,18 @@ async def test_async_twins_are_native(store: RRFVectorStore) -> None:
     assert await store.asimilarity_search_with_score("E42", k=2) == store.similarity_search_with_score("E42", k=2)
     assert await store.aadd_texts(["async E99"], ids=["a99"]) == ["a99"]
     assert await store.adelete(["a99"]) is True and await store.aget_by_ids(["a99"]) == []
+
+
+async def test_mmr_is_our_diversity_stage_over_the_hybrid_candidates() -> None:
+    texts = ["robots in space", "robots in space!", "robots in space?", "a quiet garden with robots"]
+    with RRFVectorStore.from_texts(texts, HashingEmbedding(64), ids=["a", "b", "c", "d"]) as s:
+        plain = [d.id for d in s.similarity_search("robots in space", k=2)]
+        diverse = [d.id for d in s.max_marginal_relevance_search("robots in space", k=2, lambda_mult=0.0)]
+        assert len(plain) == len(diverse) == 2 and plain[0] == diverse[0]
+        assert "d" in diverse and "d" not in plain  # the near-duplicates give way
+        assert [d.id for d in s.as_retriever(search_type="mmr", search_kwargs={"k": 2, "lambda_mult": 0.0})
+                .invoke("robots in space")] == diverse
+        assert [d.id for d in await s.amax_marginal_relevance_search("robots in space", k=2, lambda_mult=0.0)] == (
+            diverse)
+        with pytest.raises(ValueError, match="update_settings"):
+            s.max_marginal_relevance_search("robots", k=2, fetch_k=500)  # never silently fewer candidates

@@ -20,7 +20,8 @@ def test_pgvector_operators_become_ours() -> None:
 
 
 @pytest.mark.parametrize("spec", [{"year": {"$gte": 2020}}, {"tag": ["a", "b"]}, {"$not": {"tag": "x"}},
-                                  {"and": "a field named and"}, {"path": "a field named path"}])
+                                  {"and": "a field named and"}, {"path": "a field named path"},
+                                  {"operator": "alice", "value": 3}, {"operator": "Equal", "path": "p"}])
 def test_ours_is_unchanged(spec: dict[str, object]) -> None:
     assert from_dialect(spec) == spec
 
