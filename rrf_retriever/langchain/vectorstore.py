@@ -289,8 +289,9 @@ class RRFVectorStore(VectorStore):
         """The ``k`` nearest documents to ``embedding`` by the dense leg alone (a vector has no keywords to match);
         ordered by the dense store's scores. ``filter``: as :meth:`similarity_search`."""
         _no_extra(kwargs, "similarity_search_by_vector")
-        legs = self.retriever.engine.legs
-        leg = legs[main_dense_leg(legs)]
+        engine = self.retriever.engine
+        engine.get([])  # the engine's own door: closed, or used across a fork, is its error, not a store's
+        leg = engine.legs[main_dense_leg(engine.legs)]
         vector = [float(x) for x in embedding]
         leg.check_query_vector(vector)
         flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked

@@ -11,6 +11,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_tests.integration_tests.vectorstores import VectorStoreIntegrationTests
 
 from rrf_retriever import HashingEmbedding
+from rrf_retriever.errors import EngineClosedError
 from rrf_retriever.langchain import LangChainRRFRetriever, RRFVectorStore
 
 
@@ -73,6 +74,9 @@ def test_by_vector_ranks_by_the_dense_leg_alone(store: RRFVectorStore) -> None:
         store.similarity_search_by_vector([1.0, 0.0], k=2)
     hybrid = store.similarity_search("E42", k=1, query_vector=vector)  # hybrid, with a vector of one's own
     assert hybrid[0].id in {"e42", "vec"}
+    store.close()
+    with pytest.raises(EngineClosedError):
+        store.similarity_search_by_vector(vector)
 
 
 def test_as_retriever_is_langchains_with_hybrid_results_and_ours_is_one_call_away(store: RRFVectorStore) -> None:
