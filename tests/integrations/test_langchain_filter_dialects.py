@@ -75,3 +75,18 @@ async def test_other_stores_filters_are_refused_by_name(store: RRFVectorStore, t
             call()
     with pytest.raises(InvalidFilterError, match=dialect):
         await store.asimilarity_search("robots", filter=flt)
+
+
+def test_the_dual_retriever_reads_pgvector_and_refuses_weaviate() -> None:
+    from langchain_community.query_constructors.pgvector import PGVectorTranslator
+    from langchain_community.query_constructors.weaviate import WeaviateTranslator
+
+    from rrf_retriever import EnsembleRRFRetriever
+
+    with EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(32), metadatas=METAS, ids=["a", "b", "c"]) as r:
+        assert [d.id for d in r.invoke("robots", filter=_translated(PGVectorTranslator()))] == ["c"]
+        assert [h.id for h in r.search("robots", filter=_translated(PGVectorTranslator())).hits] == ["c"]
+        with pytest.raises(InvalidFilterError, match="Weaviate"):
+            r.invoke("robots", filter=_translated(WeaviateTranslator()))
+        with pytest.raises(InvalidFilterError, match="Weaviate"):
+            r.scoped(filter=_translated(WeaviateTranslator()))
