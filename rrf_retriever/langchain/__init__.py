@@ -1,10 +1,12 @@
-"""The LangChain edge: the hybrid retriever as a LangChain ``BaseRetriever``, LangChain compressors as rerankers,
-and our embedding models as a LangChain ``Embeddings``.
+"""The LangChain edge: the hybrid retriever as a LangChain ``BaseRetriever`` and as a ``VectorStore``, LangChain
+compressors as rerankers, our embedding models as a LangChain ``Embeddings``, and ``SelfQueryRetriever``'s
+structured query translated into our filters.
 
 Needs ``langchain-core`` (``pip install 'rrf-retriever[langchain]'``) and never imports LlamaIndex. Re-exports
-only, from :mod:`~rrf_retriever.langchain.retriever`, :mod:`~rrf_retriever.langchain.rerankers` and
-:mod:`~rrf_retriever.langchain.embeddings`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when LangChain
-is the only framework installed, and with LlamaIndex too it is both frameworks' retriever at once.
+only, from :mod:`~rrf_retriever.langchain.retriever`, :mod:`~rrf_retriever.langchain.vectorstore`,
+:mod:`~rrf_retriever.langchain.rerankers`, :mod:`~rrf_retriever.langchain.embeddings` and
+:mod:`~rrf_retriever.langchain.structured_query`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
+LangChain is the only framework installed, and with LlamaIndex too it is both frameworks' retriever at once.
 
 Example:
     >>> from rrf_retriever import FTS5KeywordStore
@@ -19,11 +21,15 @@ Example:
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.rerankers import CompressorReranker
 from rrf_retriever.langchain.retriever import TRACE_EVENT, LangChainRRFRetriever, to_langchain_document
+from rrf_retriever.langchain.structured_query import RRFTranslator
+from rrf_retriever.langchain.vectorstore import RRFVectorStore
 
 __all__ = [
     "TRACE_EVENT",
     "CompressorReranker",
     "LangChainRRFRetriever",
     "RRFLangChainEmbeddings",
+    "RRFTranslator",
+    "RRFVectorStore",
     "to_langchain_document",
 ]

@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.engine.rerank import HitReranker
@@ -23,7 +24,12 @@ from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.results import content_id, result_metadata
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.langchain.rerankers import as_compressor_reranker
+from rrf_retriever.scope.dialects import from_dialect
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit
+
+if TYPE_CHECKING:
+    from rrf_retriever.scope.tree import FilterNode
 
 try:
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -80,6 +86,16 @@ class LangChainSide(FrameworkSide):
     @staticmethod
     def reranker_for(reranker: Any) -> HitReranker | None:
         return as_compressor_reranker(reranker)
+
+    @staticmethod
+    def filter_for(flt: Any) -> FilterNode | None:
+        """Other LangChain vector stores' filters at the door (:func:`~rrf_retriever.scope.dialects.from_dialect`):
+        PGVector's operators (``{"year": {"gte": 2020}}``, ``{"and": [...]}``) translated, Weaviate / Qdrant /
+        Elasticsearch / Milvus filters refused by name. Ours and LlamaIndex's pass through (None: the next side)."""
+        if not isinstance(flt, (Mapping, str, list, tuple)) and not type(flt).__module__.startswith("qdrant_client"):
+            return None  # a parsed node, a LlamaIndex MetadataFilters: not LangChain's dialects
+        translated = from_dialect(flt)
+        return None if translated == flt else normalize_filter(translated)  # type: ignore[arg-type]  # parser checks
 
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         fields = {"engine": engine, "search_kwargs": search_kwargs, **kwargs}

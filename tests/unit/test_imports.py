@@ -54,6 +54,8 @@ EXPECTED_ALL = {
         "CompressorReranker",
         "LangChainRRFRetriever",
         "RRFLangChainEmbeddings",
+        "RRFTranslator",
+        "RRFVectorStore",
         "TRACE_EVENT",
         "to_langchain_document",
     ],

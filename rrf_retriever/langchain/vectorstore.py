@@ -1,0 +1,322 @@
+"""The hybrid retriever as a LangChain ``VectorStore``: what ``ParentDocumentRetriever``, ``SelfQueryRetriever``,
+``MultiVectorRetriever`` and any code written against LangChain's vector store API can hold.
+
+Every text search is hybrid: the dense leg and the keyword leg fused by weighted RRF, as
+:class:`~rrf_retriever.langchain.LangChainRRFRetriever` answers (the store wraps one; ``store.retriever``).
+
+Decisions (the contract, each guarded by a test):
+
+* Returned ``Document`` s carry the user's metadata only (no ``rrf_*`` key): LangChain's wrappers deduplicate and
+  compare documents by equality, so a per-query value in the metadata would make one document two. The scoring
+  lives in the score of :meth:`RRFVectorStore.similarity_search_with_score` (the normalized fused score in
+  [0, 1], higher is better: 1.0 = first in every active leg) and, with ranks, per-leg scores and the trace, in
+  ``store.retriever.search(query)`` or :meth:`RRFVectorStore.as_hybrid_retriever` (whose documents carry the
+  ``rrf_*`` keys as every retriever result does).
+* :meth:`RRFVectorStore.similarity_search_by_vector` has no text, so no keyword leg: it ranks by the dense leg
+  alone (the dense store's own scores). Pass ``query_vector=`` to :meth:`similarity_search` for a hybrid search
+  with a vector you embedded yourself.
+* ``as_retriever()`` is LangChain's own ``VectorStoreRetriever`` (its type, search types and tags, as LangChain
+  code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` thresholds the
+  normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
+* ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
+  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
+* ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
+  name (:mod:`rrf_retriever.scope.dialects`).
+
+Example:
+    >>> from rrf_retriever import HashingEmbedding
+    >>> from rrf_retriever.langchain import RRFVectorStore
+    >>> store = RRFVectorStore.from_texts(["error E42 in the index", "vector search"], HashingEmbedding(),
+    ...                                   metadatas=[{"kind": "log"}, {"kind": "doc"}], ids=["e42", "vec"])
+    >>> [(d.id, d.metadata) for d in store.similarity_search("E42", k=1)]
+    [('e42', {'kind': 'log'})]
+    >>> store.similarity_search("E42", k=1, filter={"kind": "doc"})[0].id
+    'vec'
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rrf_retriever.engine.paths import main_dense_leg
+from rrf_retriever.errors import InvalidArgumentError, missing_dependency
+from rrf_retriever.frameworks.core import RetrieverCore
+from rrf_retriever.frameworks.results import content_ids
+from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
+from rrf_retriever.langchain.retriever import LangChainRRFRetriever
+from rrf_retriever.metadata import public_metadata
+from rrf_retriever.scope.dialects import from_dialect
+from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.types import FusedHit, Hit
+
+try:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_dependency("langchain-core", "langchain", "rrf_retriever.langchain") from exc
+
+__all__ = ["RRFVectorStore"]
+
+
+def _document(hit: FusedHit | Hit) -> Document:
+    return Document(id=hit.id, page_content=hit.text, metadata=public_metadata(hit.metadata, hit.id))
+
+
+def _no_extra(kwargs: dict[str, Any], method: str) -> None:
+    if kwargs:
+        msg = f"unknown argument(s) {sorted(kwargs)} for RRFVectorStore.{method}"
+        raise InvalidArgumentError(msg)
+
+
+class RRFVectorStore(VectorStore):
+    """A LangChain ``VectorStore`` whose searches are hybrid (dense + keyword, fused by weighted RRF).
+
+    Args:
+        embedding: A LangChain ``Embeddings`` (or any model :func:`~rrf_retriever.as_embedding` adapts); the
+            embedded default stack is built around it (Qdrant edge dense + BM25 keyword, in memory unless ``path``).
+        retriever: Wrap an existing retriever (:class:`~rrf_retriever.EnsembleRRFRetriever`,
+            :class:`~rrf_retriever.langchain.LangChainRRFRetriever`) instead; its engine is shared.
+        **kwargs: With ``embedding``: what :meth:`LangChainRRFRetriever.from_texts` takes (``path``, ``keyword``,
+            ``dense``, ``weights``, ``rrf_k``, ...).
+
+    Example:
+        >>> from rrf_retriever import HashingEmbedding
+        >>> store = RRFVectorStore(HashingEmbedding())
+        >>> store.add_texts(["hello world"], ids=["h"])
+        ['h']
+        >>> [(d.id, round(s, 2)) for d, s in store.similarity_search_with_score("hello")]
+        [('h', 1.0)]
+    """
+
+    def __init__(self, embedding: Any = None, *, retriever: RetrieverCore | None = None, **kwargs: Any) -> None:
+        if retriever is None:
+            if embedding is None:
+                msg = "RRFVectorStore needs an embedding (a LangChain Embeddings) or retriever="
+                raise InvalidArgumentError(msg)
+            retriever = LangChainRRFRetriever.from_texts([], embedding, **kwargs)
+        elif kwargs:
+            msg = f"argument(s) {sorted(kwargs)} build a new stack; with retriever= pass none"
+            raise InvalidArgumentError(msg)
+        #: The hybrid retriever underneath (``retriever.search(query)`` gives ranks, leg scores and the trace).
+        self.retriever: RetrieverCore = retriever
+        self._embedding = embedding
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The LangChain ``Embeddings`` given, else a LangChain view of the dense leg's model (None without one)."""
+        if isinstance(self._embedding, Embeddings):
+            return self._embedding
+        legs = self.retriever.engine.legs
+        try:
+            model = legs[main_dense_leg(legs)].embedding
+        except InvalidArgumentError:
+            return None
+        return RRFLangChainEmbeddings(model) if model is not None else None
+
+    # ---- constructors -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RRFVectorStore:
+        """Build the embedded default stack around ``embedding`` and index ``texts`` (ids: given, else derived
+        from the text and metadata, so a re-run upserts). ``kwargs``: see the class."""
+        store = cls(embedding, **kwargs)
+        if texts:
+            try:
+                store.add_texts(texts, metadatas, ids=ids)
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    # ---- writes -------------------------------------------------------------------------------------
+
+    def add_texts(
+        self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Upsert texts into every store (all or none); returns the ids."""
+        _no_extra(kwargs, "add_texts")
+        text_list = list(texts)
+        return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)))
+
+    async def aadd_texts(
+        self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Async twin of :meth:`add_texts`."""
+        _no_extra(kwargs, "aadd_texts")
+        text_list = list(texts)
+        return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)))
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content."""
+        ids = kwargs.pop("ids", None)
+        _no_extra(kwargs, "add_documents")
+        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids))
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Async twin of :meth:`add_documents`."""
+        ids = kwargs.pop("ids", None)
+        _no_extra(kwargs, "aadd_documents")
+        return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids))
+
+    @staticmethod
+    def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:
+        if ids is None or all(i is None for i in ids):
+            return None
+        if len(ids) != size or any(i is None for i in ids):
+            msg = f"ids must give one id per text ({size}), got {len(ids)} with None among them or a length mismatch"
+            raise InvalidArgumentError(msg)
+        return [str(i) for i in ids]
+
+    @staticmethod
+    def _document_ids(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str] | None:
+        if ids is None:
+            return None  # each Document.id, else derived (the core does it)
+        if len(ids) != len(documents):
+            msg = f"ids must give one id per document ({len(documents)}), got {len(ids)}"
+            raise InvalidArgumentError(msg)
+        derived = content_ids([d.page_content for d in documents], [d.metadata for d in documents])
+        return [str(i) if i is not None else d.id or c for i, d, c in zip(ids, documents, derived)]  # a gap: its own
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete ids from every store (all or none; a missing id is not an error). ``ids=None`` deletes nothing
+        and returns False (deleting everything is ``retriever.engine.delete_where``'s, with a filter)."""
+        _no_extra(kwargs, "delete")
+        if ids is None:
+            return False
+        self.retriever.delete(list(ids))
+        return True
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Async twin of :meth:`delete`."""
+        _no_extra(kwargs, "adelete")
+        if ids is None:
+            return False
+        await self.retriever.adelete(list(ids))
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Stored documents by id (missing ids skipped; order as asked)."""
+        return [Document(id=r.id, page_content=r.text, metadata=dict(r.metadata))
+                for r in self.retriever.get_by_ids(list(ids))]
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    def similarity_search(self, query: str, k: int = 4, filter: Any = None, **kwargs: Any) -> list[Document]:
+        """The ``k`` best documents for ``query``, hybrid (RRF of both legs); ``filter``: our filter language.
+        ``kwargs``: the retriever's search options (``weights``, ``exclude_ids``, ``query_vector``, ...)."""
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, filter: Any = None, **kwargs: Any) -> list[Document]:
+        """Async twin of :meth:`similarity_search` (native, no thread)."""
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Like :meth:`similarity_search`, with each document's normalized fused score: in [0, 1], higher is
+        better (the fused score over the best one the query's weights and ``rrf_k`` allow; 1.0 = first in every
+        active leg). Comparable across queries of one setting, not a cosine similarity."""
+        result = self.retriever.search(query, **self._options(k, filter, kwargs))
+        return [(_document(h), h.normalized_score) for h in result.hits]
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Async twin of :meth:`similarity_search_with_score`."""
+        result = await self.retriever.asearch(query, **self._options(k, filter, kwargs))
+        return [(_document(h), h.normalized_score) for h in result.hits]
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return self.similarity_search_with_score(query, k, **kwargs)  # already a relevance in [0, 1]
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return await self.asimilarity_search_with_score(query, k, **kwargs)
+
+    def max_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Hybrid search, then MMR over the fused candidates' stored dense vectors (our ``diversity`` stage, with
+        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). The candidates are the fused
+        list of the legs' fetch depth (``retriever.settings.effective_fetch_k(k)``: 40 or more); a larger
+        ``fetch_k`` here is refused (raise it with ``retriever.update_settings(fetch_k=...)``), never silently
+        not honoured."""
+        self._check_fetch_k(fetch_k, k)
+        return self.similarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+
+    async def amax_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of :meth:`max_marginal_relevance_search`."""
+        self._check_fetch_k(fetch_k, k)
+        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+
+    def _check_fetch_k(self, fetch_k: int, k: int) -> None:
+        legs_fetch = self.retriever.settings.effective_fetch_k(k)
+        if fetch_k > legs_fetch:
+            msg = (f"fetch_k={fetch_k} is more than the {legs_fetch} candidates each leg fetches; raise it with "
+                   f"store.retriever.update_settings(fetch_k={fetch_k})")
+            raise InvalidArgumentError(msg)
+
+    @staticmethod
+    def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        options = {**kwargs, "top_k": k}
+        if flt is not None:
+            options["filter"] = flt
+        return options
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        """The ``k`` nearest documents to ``embedding`` by the dense leg alone (a vector has no keywords to match);
+        ordered by the dense store's scores. ``filter``: as :meth:`similarity_search`."""
+        _no_extra(kwargs, "similarity_search_by_vector")
+        engine = self.retriever.engine
+        engine.get([])  # the engine's own door: closed, or used across a fork, is its error, not a store's
+        leg = engine.legs[main_dense_leg(engine.legs)]
+        vector = [float(x) for x in embedding]
+        leg.check_query_vector(vector)
+        flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked
+        return [_document(h) for h in leg.search("", vector, k, flt, frozenset())]
+
+    # ---- retrievers and lifecycle ---------------------------------------------------------------------
+
+    def as_hybrid_retriever(self, **search_kwargs: Any) -> Any:
+        """Our retriever over the same engine (documents with ``rrf_*`` metadata, the trace as a callback event),
+        with per-instance ``search_kwargs`` (``k``, ``filter``, ``weights``, ...).
+
+        Example:
+            >>> from rrf_retriever import HashingEmbedding
+            >>> store = RRFVectorStore.from_texts(["E42 in logs"], HashingEmbedding(), ids=["e"])
+            >>> store.as_hybrid_retriever(k=1).invoke("E42")[0].metadata["rrf_ranks"]
+            {'dense': 1, 'keyword': 1}
+        """
+        return self.retriever.scoped(**search_kwargs)
+
+    def close(self) -> None:
+        """Release the engine's stores, files and locks (shared with ``retriever`` and its copies)."""
+        self.retriever.close()
+
+    def __enter__(self) -> RRFVectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
