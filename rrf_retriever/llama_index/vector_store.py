@@ -46,6 +46,7 @@ from rrf_retriever.llama_index.nodes import node_batch, stored_node, to_node_wit
 from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever
 from rrf_retriever.metadata import REF_DOC_ID_KEY
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
+from rrf_retriever.types import SearchResult
 from rrf_retriever.validate import check_ids, check_number
 
 try:
@@ -112,7 +113,9 @@ class RRFVectorStore(BasePydanticVectorStore):
 
     @property
     def client(self) -> Any:
-        """The :class:`~rrf_retriever.llama_index.LlamaIndexRRFRetriever` underneath (``.engine``: the engine)."""
+        """The :class:`~rrf_retriever.llama_index.LlamaIndexRRFRetriever` underneath (``.engine``: the engine). It
+        embeds nothing: searched with a text alone, its dense leg fails (degraded to BM25 with a warning); give it
+        the vector too (``search(text, query_vector=...)``)."""
         return self._retriever
 
     def close(self) -> None:
@@ -141,6 +144,12 @@ class RRFVectorStore(BasePydanticVectorStore):
         written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
         self._saved()
         return written
+
+    async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Async twin of :meth:`add` (the write runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.add, nodes)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id`` (``index.delete_ref_doc``) from both legs."""
@@ -195,12 +204,12 @@ class RRFVectorStore(BasePydanticVectorStore):
                 mode without ``query_embedding``, ``alpha`` outside [0, 1].
         """
         text, options = self._options(query)
-        result = self._retriever.search(text, **options)
-        return VectorStoreQueryResult(
-            nodes=[to_node_with_score(hit).node for hit in result.hits],
-            similarities=[hit.normalized_score for hit in result.hits],
-            ids=[hit.id for hit in result.hits],
-        )
+        return _result(self._retriever.search(text, **options))
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Async twin of :meth:`query` (the legs run as asyncio tasks)."""
+        text, options = self._options(query)
+        return _result(await self._retriever.asearch(text, **options))
 
     def _options(self, query: VectorStoreQuery) -> tuple[str, dict[str, Any]]:
         mode = VectorStoreQueryMode(query.mode)
@@ -236,3 +245,11 @@ class RRFVectorStore(BasePydanticVectorStore):
         if parts:
             options["filter"] = parts[0] if len(parts) == 1 else AllOf(tuple(parts))
         return query.query_str or "", options
+
+
+def _result(result: SearchResult) -> VectorStoreQueryResult:
+    return VectorStoreQueryResult(
+        nodes=[to_node_with_score(hit).node for hit in result.hits],
+        similarities=[hit.normalized_score for hit in result.hits],
+        ids=[hit.id for hit in result.hits],
+    )

@@ -3,6 +3,7 @@ delete_ref_doc, MetadataFilters, an index directory reopened."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,9 @@ def test_hybrid_finds_the_exact_term_the_dense_leg_misses() -> None:
     dense = index.as_retriever(vector_store_query_mode="default", similarity_top_k=3).retrieve(QUERY)
     assert "u1" not in _sources(dense)
     assert _sources(hybrid)[0] == "u1"
+    ahybrid = asyncio.run(index.as_retriever(vector_store_query_mode="hybrid", alpha=0.5, similarity_top_k=3)
+                          .aretrieve(QUERY))
+    assert [n.node.node_id for n in ahybrid] == [n.node.node_id for n in hybrid]
     assert all(0.0 <= (n.score or 0.0) <= 1.0 for n in hybrid)
     for mode in ("sparse", "text_search"):
         keyword = index.as_retriever(vector_store_query_mode=mode, similarity_top_k=3).retrieve(QUERY)
@@ -119,9 +123,10 @@ def test_ingestion_pipeline_then_query_and_delete_ref_doc() -> None:
     store = RRFVectorStore()
     embed = TopicEmbedding()
     long_doc = Document(id_="long", text=" ".join(f"Sentence {i} is about sync and backup." for i in range(40)))
-    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=40, chunk_overlap=0), embed],
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0), embed],
                                  vector_store=store)
     nodes = pipeline.run(documents=[*DOCS, long_doc])
+
     chunks = [n.node_id for n in nodes if n.ref_doc_id == "long"]
     assert len(chunks) > 3
     index = VectorStoreIndex.from_vector_store(store, embed_model=embed)
@@ -129,6 +134,13 @@ def test_ingestion_pipeline_then_query_and_delete_ref_doc() -> None:
     assert _sources(hits)[0] == "u1"
     index.delete_ref_doc("long")
     assert store.get_nodes(chunks) == []
+    assert store.client.engine.count() == {"dense": len(DOCS), "keyword": len(DOCS)}
+
+
+def test_ingestion_pipeline_arun_writes_through_async_add() -> None:
+    store = RRFVectorStore()
+    asyncio.run(IngestionPipeline(transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0), TopicEmbedding()],
+                                  vector_store=store).arun(documents=DOCS))
     assert store.client.engine.count() == {"dense": len(DOCS), "keyword": len(DOCS)}
 
 
