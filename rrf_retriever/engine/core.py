@@ -56,7 +56,7 @@ from rrf_retriever.errors import (
     InvalidTypeError,
 )
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import FusedHit, Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
@@ -348,11 +348,13 @@ class HybridEngine:
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        *, vectors: Sequence[Sequence[float]] | None = None,
     ) -> list[str]:
         """Upsert documents into every store with the same ids; all or nothing across stores.
 
-        Texts are embedded once per distinct embedding model BEFORE anything is written, so a failing
-        embedding writes nothing. If one store fails, the stores already written are rolled back to their
+        Texts are embedded once per distinct embedding model BEFORE anything is written (a failing embedding writes
+        nothing); ``vectors``, one per text embedded by the caller (a LlamaIndex ``embed_model``), go to every dense
+        store instead. If one store fails, the stores already written are rolled back to their
         previous content (new ids deleted, replaced documents restored), so no document is ever in one leg only.
 
         Returns:
@@ -365,7 +367,7 @@ class HybridEngine:
         """
         with self._writes.lock:
             self._check_open()
-            return self._writes.add(ids, texts, metadatas)
+            return self._writes.add(ids, texts, metadatas, vectors)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store; if one store fails the others get the documents back."""
@@ -378,11 +380,12 @@ class HybridEngine:
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        *, vectors: Sequence[Sequence[float]] | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add` (runs in a worker thread: writes are serialised anyway)."""
         import asyncio
 
-        return await asyncio.to_thread(self.add, ids, texts, metadatas)
+        return await asyncio.to_thread(self.add, ids, texts, metadatas, vectors=vectors)
 
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async twin of :meth:`delete`."""
@@ -390,7 +393,7 @@ class HybridEngine:
 
         await asyncio.to_thread(self.delete, ids)
 
-    def delete_where(self, filter: FilterSpec) -> int:
+    def delete_where(self, filter: FilterSpec | NormalizedFilter) -> int:
         """Delete every document whose metadata matches ``filter`` from every store; all or none, like :meth:`delete`.
 
         The matching ids are collected from EVERY writable store and united, so a document present in only some
@@ -427,7 +430,7 @@ class HybridEngine:
                 self._writes.delete(found)
             return len(found)
 
-    async def adelete_where(self, filter: FilterSpec) -> int:
+    async def adelete_where(self, filter: FilterSpec | NormalizedFilter) -> int:
         """Async twin of :meth:`delete_where`."""
         import asyncio
 

@@ -129,7 +129,8 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     """Resolve a query's (validated) options against the settings snapshot and plan its legs.
 
     A leg whose weight is 0 is not called at all (the zero-weight guard); a leg that has nothing to search for
-    (no keyword term survives) sits out. An empty query plans no leg. A page (``offset``) is a slice of ONE fused
+    (no keyword term survives) sits out. An empty query plans no leg (but the dense legs, given a
+    ``query_vector``: a LlamaIndex query may be a vector alone). A page (``offset``) is a slice of ONE fused
     list: the legs fetch ``fetch_k`` for the page size whatever the offset, so pages never overlap or skip.
     Options given as None take the settings' (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`).
 
@@ -152,7 +153,8 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     q = Query(text, settings, resolved, top_k, fetch_k, weights, flt, excl, tuple(all_legs))
     for name, leg in all_legs.items():
         weight = weights[name]
-        reason = "empty query" if not text.strip() else "weight 0" if weight == 0.0 else leg.sits_out(text)
+        empty = not text.strip() and (vector is None or leg.embedding is None)
+        reason = "empty query" if empty else "weight 0" if weight == 0.0 else leg.sits_out(text)
         if reason is None:
             q.active.append((name, leg))
         else:

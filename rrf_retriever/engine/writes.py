@@ -109,16 +109,24 @@ class WriteUnit:
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        vectors: Vectors | None = None,
     ) -> list[str]:
-        """Upsert documents into every writable leg; all or nothing. Returns the ids written."""
+        """Upsert documents into every writable leg; all or nothing. Returns the ids written.
+
+        ``vectors`` (one per text, embedded by the caller) go to every dense leg instead of embedding the texts.
+        """
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
         if not id_list:
             return []
+        if vectors is not None and len(vectors) != len(id_list):
+            msg = f"vectors has {len(vectors)} entries for {len(id_list)} document(s); give one vector per text"
+            raise InvalidArgumentError(msg)
         with self.lock:
-            vectors = embed_documents(self._legs, text_list)
-            journal_vectors = {name: _vectors_for(leg, vectors) for name, leg in self._legs if leg.embedding}
+            by_model = (embed_documents(self._legs, text_list) if vectors is None else
+                        {id(leg.embedding): list(vectors) for _, leg in self._legs if leg.embedding is not None})
+            journal_vectors = {name: _vectors_for(leg, by_model) for name, leg in self._legs if leg.embedding}
             self._apply(
-                "add", id_list, lambda leg: leg.add(id_list, text_list, meta_list, _vectors_for(leg, vectors)),
+                "add", id_list, lambda leg: leg.add(id_list, text_list, meta_list, _vectors_for(leg, by_model)),
                 lambda: self._journal_begin("add", id_list, text_list, meta_list, journal_vectors),
                 f"adding {len(id_list)} document(s) failed",
             )

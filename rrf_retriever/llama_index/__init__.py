@@ -4,8 +4,9 @@
 
 Needs ``llama-index-core`` (``pip install 'rrf-retriever[llama-index]'``) and never imports LangChain. Re-exports
 only, from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
-:mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers` and
-:mod:`~rrf_retriever.llama_index.embeddings`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
+:mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers`,
+:mod:`~rrf_retriever.llama_index.embeddings` and :mod:`~rrf_retriever.llama_index.vector_store` (``RRFVectorStore``,
+a LlamaIndex vector store). ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
 LlamaIndex is the only framework installed, and with LangChain too it is both frameworks' retriever at once.
 
 Example:
@@ -23,12 +24,14 @@ from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import to_node_with_score
 from rrf_retriever.llama_index.rerankers import PostprocessorReranker
 from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetrievalTraceEvent
+from rrf_retriever.llama_index.vector_store import RRFVectorStore
 
 __all__ = [
     "LlamaIndexRRFRetriever",
     "PostprocessorReranker",
     "RRFLlamaIndexEmbedding",
     "RRFRetrievalTraceEvent",
+    "RRFVectorStore",
     "from_llama_index",
     "to_node_with_score",
 ]

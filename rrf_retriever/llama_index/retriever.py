@@ -10,6 +10,16 @@ Example:
     >>> r.retrieve("E42")[0].node.metadata["rrf_ranks"]  # doctest: +SKIP
     {'keyword': 1, 'dense': 2}
 
+The framework's query objects are honoured: ``QueryBundle.embedding``, when set, is the dense query vector (no
+embedding call); else ``QueryBundle.custom_embedding_strs`` (what ``HyDEQueryTransform`` sets: the hypothetical
+document, and the query with ``include_original``) are embedded by the dense leg's model and averaged, as
+LlamaIndex's own retriever does; the keyword leg always searches ``query_str``.
+
+``score=`` (a constructor keyword): what ``NodeWithScore.score`` holds: ``"raw"`` (default, as before) the fused
+RRF score (about 1/61 for a first place: comparable within one query only), ``"normalized"`` the fused score over
+the best the active weights allow, in [0, 1] (``rrf_score_normalized``): the one a ``SimilarityPostprocessor``
+cutoff means something for. Both stay in the metadata either way.
+
 Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
 templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` upserts by node id,
 ``delete_ref_doc(ref_doc_id)`` removes every chunk of a source document from every store.
@@ -18,11 +28,12 @@ templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rrf_retriever.engine import FunctionLeg, HybridEngine
+from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.rerank import HitReranker
-from rrf_retriever.errors import RRFRetrieverError, missing_dependency
+from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, missing_dependency
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.llama_index.filters import from_llama_index, is_llama_index_filter
@@ -30,7 +41,7 @@ from rrf_retriever.llama_index.nodes import node_batch, node_record, to_node_wit
 from rrf_retriever.llama_index.rerankers import as_postprocessor_reranker
 from rrf_retriever.metadata import REF_DOC_ID_KEY
 from rrf_retriever.scope.tree import FilterNode
-from rrf_retriever.types import Hit
+from rrf_retriever.types import FusedHit, Hit, SearchResult
 from rrf_retriever.validate import check_id
 
 try:
@@ -45,6 +56,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent"]
 
 dispatcher = get_dispatcher(__name__)
+#: What ``NodeWithScore.score`` may hold (the ``score=`` keyword).
+SCORES = ("raw", "normalized")
 
 
 class RRFRetrievalTraceEvent(BaseEvent):
@@ -76,7 +89,9 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
     ``retrieve(query)`` takes no search keywords: scope it with ``scoped(filter=..., exclude_ids=...)``.
     """
 
-    framework_kwargs = frozenset({"callback_manager", "object_map", "verbose"})
+    framework_kwargs = frozenset({"callback_manager", "object_map", "verbose", "score"})
+    if TYPE_CHECKING:  # set by _init_side (a pydantic private attribute on the dual class: no class default here)
+        _node_score: str
 
     @staticmethod
     def leg_for(source: Any, id_key: str | None) -> FunctionLeg | None:
@@ -151,24 +166,59 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         return await self.engine.adelete_where({REF_DOC_ID_KEY: source})
 
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        score = kwargs.get("score", "raw")
+        if score not in SCORES:
+            msg = f"score must be one of {list(SCORES)} (what NodeWithScore.score holds), not {score!r}"
+            raise InvalidArgumentError(msg)
         if not isinstance(self, BaseModel):  # LlamaIndex alone: a plain class, no pydantic fields to hold these
             self.engine = engine
             self.search_kwargs = search_kwargs
+        self._node_score = score
         BaseRetriever.__init__(self, callback_manager=kwargs.get("callback_manager"),
                                object_map=kwargs.get("object_map"), verbose=kwargs.get("verbose", False))
 
     def _side_kwargs(self) -> dict[str, Any]:
-        return {"callback_manager": self.callback_manager, "object_map": self.object_map}
+        return {"callback_manager": self.callback_manager, "object_map": self.object_map, "score": self._node_score}
+
+    def _dense_model(self, bundle: QueryBundle) -> Any:
+        """The dense leg's model when the bundle's ``custom_embedding_strs`` are to be embedded, else None."""
+        if bundle.embedding is not None or not bundle.custom_embedding_strs:
+            return None
+        try:
+            return self.engine.legs[main_dense_leg(self.engine.legs)].embedding
+        except InvalidArgumentError:  # no dense store: the keyword legs need no vector
+            return None
+
+    def _nodes(self, bundle: QueryBundle, result: SearchResult) -> list[NodeWithScore]:
+        dispatcher.event(RRFRetrievalTraceEvent(query=bundle.query_str, trace=result.trace.to_dict()))
+        return [self._scored(h) for h in result.hits]
+
+    def _scored(self, hit: FusedHit) -> NodeWithScore:
+        nws = to_node_with_score(hit)
+        if self._node_score == "normalized":
+            nws.score = hit.normalized_score
+        return nws
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self.search(query_bundle.query_str)  # type: ignore[attr-defined]  # RetrieverCore's
-        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
-        return [to_node_with_score(h) for h in result.hits]
+        vector, model = query_bundle.embedding, self._dense_model(query_bundle)
+        if model is not None:
+            vector = _mean([model.embed_query(s) for s in query_bundle.custom_embedding_strs or ()])
+        extra = {} if vector is None else {"query_vector": vector}
+        result = self.search(query_bundle.query_str, **extra)  # type: ignore[attr-defined]  # RetrieverCore's
+        return self._nodes(query_bundle, result)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.asearch(query_bundle.query_str)  # type: ignore[attr-defined]  # RetrieverCore's
-        dispatcher.event(RRFRetrievalTraceEvent(query=query_bundle.query_str, trace=result.trace.to_dict()))
-        return [to_node_with_score(h) for h in result.hits]
+        vector, model = query_bundle.embedding, self._dense_model(query_bundle)
+        if model is not None:
+            vector = _mean([await model.aembed_query(s) for s in query_bundle.custom_embedding_strs or ()])
+        extra = {} if vector is None else {"query_vector": vector}
+        result = await self.asearch(query_bundle.query_str, **extra)  # type: ignore[attr-defined]  # RetrieverCore's
+        return self._nodes(query_bundle, result)
+
+
+def _mean(vectors: list[list[float]]) -> list[float]:
+    """The element-wise mean (LlamaIndex's ``get_agg_embedding_from_queries``)."""
+    return [sum(column) / len(vectors) for column in zip(*vectors)]
 
 
 class LlamaIndexRRFRetriever(RetrieverCore, LlamaIndexSide):

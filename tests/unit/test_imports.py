@@ -64,6 +64,7 @@ EXPECTED_ALL = {
         "PostprocessorReranker",
         "RRFLlamaIndexEmbedding",
         "RRFRetrievalTraceEvent",
+        "RRFVectorStore",
         "from_llama_index",
         "to_node_with_score",
     ],

@@ -1,0 +1,255 @@
+"""The hybrid engine as a LlamaIndex vector store: :class:`RRFVectorStore` (``VectorStoreIndex``,
+``IngestionPipeline``, ``as_retriever(vector_store_query_mode="hybrid", alpha=...)``).
+
+LlamaIndex embeds with its own ``embed_model``: the store takes the nodes' embeddings for the dense leg as they
+come (:meth:`RRFVectorStore.add`) and the query's (``VectorStoreQuery.query_embedding``) as the dense query
+vector; it embeds nothing itself. The keyword leg indexes the node's text and searches ``query_str``.
+
+Modes (``VectorStoreQuery.mode``):
+
+* ``default``: the dense leg only; ``sparse`` and ``text_search``: the keyword leg only (BM25);
+* ``hybrid``: both, fused by weighted RRF. ``alpha`` is LlamaIndex's "0 for bm25, 1 for vector search": the dense
+  weight is ``alpha``, the keyword weight ``1 - alpha`` (so 0 and 1 switch a leg off: the zero-weight guard, it is
+  not even queried); ``alpha=None`` keeps the store's weights (default dense 1, keyword 1.25);
+* ``mmr``: the dense leg, diversified (MMR lambda ``mmr_threshold``, default 0.5) over the stored vectors.
+
+``similarities`` are our normalized fused score, in [0, 1]: the fused score over the best score the query's active
+weights allow (1.0 = first in every active leg). It is rank-based: in one-leg modes the first hit is 1.0 and the
+next ones decline slowly (rank 2: 61/62); in ``hybrid`` a hit first in one leg only scores that leg's share of the
+weights (0.5 at ``alpha=0.5``), so ``SimilarityPostprocessor(similarity_cutoff=0.7)`` keeps what both legs rank
+high. The raw scores (cosine for dense, BM25 for keyword) are in ``node.metadata["rrf_scores"]``.
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> from llama_index.core.vector_stores.types import VectorStoreQuery
+    >>> store = RRFVectorStore()
+    >>> store.add([TextNode(id_="a", text="error E42", embedding=[1.0, 0.0]),
+    ...            TextNode(id_="b", text="disk full", embedding=[0.0, 1.0])])
+    ['a', 'b']
+    >>> store.query(VectorStoreQuery(query_embedding=[0.0, 1.0], similarity_top_k=1)).ids
+    ['b']
+    >>> store.query(VectorStoreQuery(query_str="E42", mode="text_search", similarity_top_k=1)).similarities
+    [1.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rrf_retriever.embeddings.base import BaseEmbeddingAdapter
+from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, missing_dependency
+from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, refresh_manifest
+from rrf_retriever.llama_index.filters import from_llama_index
+from rrf_retriever.llama_index.nodes import node_batch, stored_node, to_node_with_score
+from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever
+from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
+from rrf_retriever.types import SearchResult
+from rrf_retriever.validate import check_ids, check_number
+
+try:
+    from llama_index.core.schema import BaseNode, TextNode
+    from llama_index.core.vector_stores.types import (
+        BasePydanticVectorStore,
+        MetadataFilters,
+        VectorStoreQuery,
+        VectorStoreQueryMode,
+        VectorStoreQueryResult,
+    )
+    from pydantic import PrivateAttr
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
+
+__all__ = ["RRFVectorStore"]
+
+_DENSE_ONLY = {VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR}
+_KEYWORD_ONLY = {VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH}
+
+
+class _GivenVectors(BaseEmbeddingAdapter):
+    """The dense store's "model": LlamaIndex embeds, this one never does (asked to, it says why)."""
+
+    model_id = "llama_index:embed_model"
+
+    def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
+        msg = ("RRFVectorStore embeds nothing: LlamaIndex's embed_model gives the node embeddings (add) and the "
+               "query embedding (VectorStoreQuery.query_embedding)")
+        raise EmbeddingError(msg)
+
+
+class RRFVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store over the hybrid engine (see the module docstring for modes, ``alpha`` and scores).
+
+    Args:
+        path: An index directory (reopened with its data), or None: in memory.
+        **kwargs: What :meth:`LlamaIndexRRFRetriever.from_texts <rrf_retriever.EnsembleRRFRetriever.from_texts>`
+            takes besides the embedding: ``keyword="fts5"``, ``weights``, ``rrf_k``, ``fetch_k``, ...
+
+    Example:
+        >>> from llama_index.core import StorageContext  # doctest: +SKIP
+        >>> storage = StorageContext.from_defaults(vector_store=RRFVectorStore(path="./idx"))  # doctest: +SKIP
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = True
+    flat_metadata: bool = False
+    path: str | None = None
+
+    _retriever: LlamaIndexRRFRetriever = PrivateAttr()
+
+    def __init__(self, path: str | Path | None = None, **kwargs: Any) -> None:
+        super().__init__(stores_text=True)
+        self.path = None if path is None else str(path)
+        given = _GivenVectors()
+        if path is not None and (Path(path) / MANIFEST_FILE).exists():
+            given.dimension = read_manifest(path).get("dimension")  # so the reopen checks no probe embedding
+        self._retriever = LlamaIndexRRFRetriever.from_texts([], given, path=path, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RRFVectorStore"
+
+    @property
+    def client(self) -> Any:
+        """The :class:`~rrf_retriever.llama_index.LlamaIndexRRFRetriever` underneath (``.engine``: the engine). It
+        embeds nothing: searched with a text alone, its dense leg fails (degraded to BM25 with a warning); give it
+        the vector too (``search(text, query_vector=...)``)."""
+        return self._retriever
+
+    def close(self) -> None:
+        """Release the stores (their files and locks); the store cannot be used after."""
+        self._retriever.close()
+
+    def _saved(self) -> None:
+        if self.path is not None:
+            refresh_manifest(self.path, self._retriever.engine)
+
+    # ---- writes ----------------------------------------------------------------------------------------
+
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Upsert nodes WITH their embeddings (LlamaIndex's ``embed_model`` made them) into both legs.
+
+        Raises:
+            InvalidArgumentError: a node without an embedding, or of another dimension than the store's.
+        """
+        ids, texts, metadatas = node_batch(nodes)
+        missing = [node.node_id for node in nodes if node.embedding is None]
+        if missing:
+            msg = (f"node(s) {missing[:5]} have no embedding: RRFVectorStore stores the vectors LlamaIndex's "
+                   "embed_model computes (VectorStoreIndex and IngestionPipeline with an embed_model do)")
+            raise InvalidArgumentError(msg)
+        vectors = [list(node.embedding or ()) for node in nodes]
+        written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
+        self._saved()
+        return written
+
+    async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Async twin of :meth:`add` (the write runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.add, nodes)
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of the source document ``ref_doc_id`` (``index.delete_ref_doc``) from both legs."""
+        self._retriever.delete_ref_doc(ref_doc_id)
+        self._saved()
+
+    def delete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
+                     **delete_kwargs: Any) -> None:
+        """Delete nodes by id, by ``filters``, or the ids that match the filters when both are given."""
+        if node_ids is None and filters is None:
+            return
+        if node_ids is not None and filters is not None:
+            self._retriever.engine.delete([n.node_id for n in self.get_nodes(node_ids, filters)])
+        elif node_ids is not None:
+            self._retriever.engine.delete(check_ids(node_ids, "node_ids"))
+        else:
+            self._retriever.engine.delete_where(from_llama_index(filters))
+        self._saved()
+
+    def clear(self) -> None:
+        """Delete every node."""
+        self._retriever.engine.delete_where({"$or": [{REF_DOC_ID_KEY: {"$exists": True}},
+                                                     {REF_DOC_ID_KEY: {"$exists": False}}]})
+        self._saved()
+
+    # ---- reads -----------------------------------------------------------------------------------------
+
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
+        """The stored nodes of ``node_ids`` (in that order, missing ones skipped), those matching ``filters`` kept.
+
+        Raises:
+            InvalidArgumentError: ``filters`` without ``node_ids`` (the stores list by id).
+        """
+        if node_ids is None:
+            msg = "get_nodes needs node_ids (filters alone would list the whole store)"
+            raise InvalidArgumentError(msg)
+        flt = None if filters is None else from_llama_index(filters)
+        out: list[BaseNode] = []
+        for record in self._retriever.engine.get(check_ids(node_ids, "node_ids")):
+            if flt is not None and not matches(record.metadata, flt):
+                continue
+            node = stored_node(record.id, record.text, record.metadata)
+            out.append(node if node is not None else TextNode(id_=record.id, text=record.text,
+                                                              metadata=dict(record.metadata)))
+        return out
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities`` in [0, 1].
+
+        Raises:
+            InvalidArgumentError: a mode we do not run (``svm``, ``semantic_hybrid``, ...), ``node_ids``, a dense
+                mode without ``query_embedding``, ``alpha`` outside [0, 1].
+        """
+        text, options = self._options(query)
+        return _result(self._retriever.search(text, **options))
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Async twin of :meth:`query` (the legs run as asyncio tasks)."""
+        text, options = self._options(query)
+        return _result(await self._retriever.asearch(text, **options))
+
+    def _options(self, query: VectorStoreQuery) -> tuple[str, dict[str, Any]]:
+        mode = VectorStoreQueryMode(query.mode)
+        if mode not in _DENSE_ONLY | _KEYWORD_ONLY | {VectorStoreQueryMode.HYBRID}:
+            msg = f"RRFVectorStore does not run mode {mode.value!r}; use default, sparse, text_search, hybrid or mmr"
+            raise InvalidArgumentError(msg)
+        if query.node_ids:
+            msg = "RRFVectorStore cannot restrict a query to node_ids; filter on metadata (filters=) instead"
+            raise InvalidArgumentError(msg)
+        options: dict[str, Any] = {"top_k": query.similarity_top_k}
+        if mode in _KEYWORD_ONLY:
+            options["weights"] = {"dense": 0.0}
+        else:
+            if query.query_embedding is None:
+                msg = f"mode {mode.value!r} needs the query_embedding (LlamaIndex's embed_model computes it)"
+                raise InvalidArgumentError(msg)
+            options["query_vector"] = list(query.query_embedding)
+        if mode in _DENSE_ONLY:
+            options["weights"] = {"keyword": 0.0}
+        if mode is VectorStoreQueryMode.MMR:
+            options["diversity"] = 0.5 if query.mmr_threshold is None else query.mmr_threshold
+        if mode is VectorStoreQueryMode.HYBRID:
+            if query.alpha is not None:
+                alpha = check_number(query.alpha, "alpha", high=1.0)
+                options["weights"] = {"dense": alpha, "keyword": 1.0 - alpha}
+            if query.hybrid_top_k is not None:
+                options["top_k"] = query.hybrid_top_k
+        parts: list[FilterNode] = []
+        if query.filters is not None:
+            parts.append(from_llama_index(query.filters))
+        if query.doc_ids:
+            parts.append(Match(REF_DOC_ID_KEY, tuple(check_ids(query.doc_ids, "doc_ids"))))
+        if parts:
+            options["filter"] = parts[0] if len(parts) == 1 else AllOf(tuple(parts))
+        return query.query_str or "", options
+
+
+def _result(result: SearchResult) -> VectorStoreQueryResult:
+    return VectorStoreQueryResult(
+        nodes=[to_node_with_score(hit).node for hit in result.hits],
+        similarities=[hit.normalized_score for hit in result.hits],
+        ids=[hit.id for hit in result.hits],
+    )
