@@ -44,7 +44,7 @@ def int8_path(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def build_or_load_int8(model_dir: Path, cache_dir: Path) -> Path:
-    """Return the cached int8 graph for ``model_dir``, quantising it once if needed (~5 s).
+    """Return the cached int8 graph for ``model_dir``, quantising it once if needed (seconds, once per machine).
 
     The write is atomic and durable (:func:`~rrf_retriever.embeddings.graph_cache.publish`: the file fsynced,
     renamed, the directory fsynced), so concurrent first uses never see a half-written file.

@@ -89,8 +89,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             ``workers`` > 1).
         workers: Batches :meth:`embed_array` runs at once, each on its own thread of the one session (default 1:
             one batch at a time, spread over ``threads``). With ``workers=2`` on 2 cores the cores never wait for
-            each other inside a small batch (measured 1.08-1.34x passages/s, benchmarks/RESULTS.md "Indexing
-            throughput"); queries then run on one thread. Exact either way.
+            each other inside a small batch (measured in benchmarks/RESULTS.md, "Indexing throughput");
+            queries then run on one thread. Exact either way.
         precision: ``"fp32"`` (exact, the default) or ``"int8"`` (faster, approximate; see above).
 
     Raises:

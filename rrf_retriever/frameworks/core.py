@@ -170,8 +170,8 @@ class RetrieverCore:
             metadatas: One mapping per text (optional).
             ids: One id per text. Default: derived from the text and its metadata (:func:`~.results.content_ids`), so
                 running the same script twice updates the same documents instead of adding copies.
-            keyword: ``"qdrant-edge"`` (BM25 as Qdrant sparse vectors in Qdrant's in-process engine: ~1 ms at 100k
-                documents), ``"fts5"`` (SQLite FTS5; tens of ms at 100k), ``"bm25"`` (in memory; saved in ``path``
+            keyword: ``"qdrant-edge"`` (BM25 as Qdrant sparse vectors in Qdrant's in-process engine, the default
+                and the fastest at scale), ``"fts5"`` (SQLite FTS5), ``"bm25"`` (in memory; saved in ``path``
                 after every write), ``"qdrant"`` (with ``dense="qdrant"``: both legs in one Qdrant collection) or a
                 keyword store. Default: the index's own kind at ``path``, else ``"qdrant-edge"`` (the choice is
                 argued in benchmarks/RESULTS.md, "The path users take").

@@ -229,7 +229,7 @@ class SearchRequest:
 
 
 async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never pay its ~30 ms import)."""
+    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never pay its import)."""
     import asyncio
 
     return await asyncio.to_thread(fn, *args, **kwargs)

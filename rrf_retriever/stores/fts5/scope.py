@@ -180,7 +180,7 @@ def scope_sql(
     parsed once, at the store's door) and excluded ids, with every key, value and id a bound parameter.
 
     The unary ``+`` keeps the filter away from FTS5's xBestIndex: offered a rowid IN list, FTS5 runs the whole
-    MATCH once per listed rowid (measured 60x slower at 10k documents).
+    MATCH once per listed rowid (many times slower: benchmarks/RESULTS.md, "Keyword stores").
 
     Example:
         >>> scope_sql(AllOf((Match("lang", ("en",)), Match("s", (1, True)))), frozenset())[1]
