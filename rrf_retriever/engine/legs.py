@@ -23,8 +23,9 @@ from rrf_retriever.scope.parse import Scope
 from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore, KnowsDimension
 from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import MAX_TOP_K
 
-__all__ = ["DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "StoreLeg", "as_leg"]
+__all__ = ["POST_FILTER_MAX_FACTOR", "DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "NotedHits", "StoreLeg", "as_leg"]
 
 Vectors = Sequence[Sequence[float]]
 
@@ -209,14 +210,27 @@ class DenseLeg(StoreLeg):
 POST_FILTER_HEADROOM = 3
 
 
+class NotedHits(list):  # type: ignore[type-arg]  # of Hit; list[Hit] cannot be subclassed on Python 3.10
+    """A leg's hits with what the trace should say of this call (a post-filtered leg: asked for, returned)."""
+
+    def __init__(self, hits: Iterable[Hit], note: str) -> None:
+        super().__init__(hits)
+        self.note = note
+
+
+#: At most this many times ``limit`` (plus the excluded ids) is asked of a post-filtered leg, however few pass.
+POST_FILTER_MAX_FACTOR = 30
+
+
 class FunctionLeg(Leg):
     """Any function ``(query, limit) -> list[Hit]`` as a read-only leg (used to wrap framework retrievers).
 
     A function cannot take our scope, so the filter and the exclusions are applied to what it returns: with a
-    scope, it is asked for :data:`POST_FILTER_HEADROOM` times ``limit`` plus the number of excluded ids, and
-    the first ``limit`` hits that pass are kept (fewer when too few pass). Metadata is matched by the reference
-    semantics (:func:`rrf_retriever.scope.tree.matches`), the same the stores compile; the trace says so
-    (:meth:`scope_note`).
+    scope, it is asked for :data:`POST_FILTER_HEADROOM` times ``limit`` plus the number of excluded ids, then, while
+    fewer than ``limit`` pass and it gave all it was asked (it may hold more), for four times as many, up to
+    :data:`POST_FILTER_MAX_FACTOR` times ``limit``; the first ``limit`` hits that pass are kept (fewer when too few
+    pass). Metadata is matched by the reference semantics (:func:`rrf_retriever.scope.tree.matches`), the same the
+    stores compile; the trace says what the function was asked for and what it returned.
 
     Example:
         >>> from rrf_retriever.scope.tree import Range
@@ -237,27 +251,43 @@ class FunctionLeg(Leg):
 
     @staticmethod
     def _asked(limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> int:
-        """How many hits to ask the function for: ``limit``, with headroom when the post-filter may drop some."""
+        """How many hits to ask the function for first: ``limit``, with headroom when the post-filter may drop
+        some."""
         if flt is None and not excl:
             return limit
         return limit * POST_FILTER_HEADROOM + len(excl)
 
-    def scope_note(self, limit: int, flt: NormalizedFilter | None, exclude_ids: frozenset[str]) -> str | None:
-        if flt is None and not exclude_ids:
+    @staticmethod
+    def _next(asked: int, got: int, kept: int, limit: int, excl: frozenset[str]) -> int | None:
+        """How many to ask next, or None: enough passed, the function has no more, or the bound is reached."""
+        bound = min(limit * POST_FILTER_MAX_FACTOR + len(excl), MAX_TOP_K)
+        if kept >= limit or got < asked or asked >= bound:
             return None
-        return (f"post-filtered: the retriever cannot take the filter, so it was asked for "
-                f"{self._asked(limit, flt, exclude_ids)} hits and those outside the scope were dropped")
+        return min(asked * 4, bound)
 
     @staticmethod
     def _scoped(hits: Iterable[Hit], limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> list[Hit]:
         return [h for h in hits if h.id not in excl and matches(h.metadata, flt)][:limit]
 
+    @staticmethod
+    def _noted(kept: list[Hit], asked: int, got: int) -> NotedHits:
+        return NotedHits(kept, f"post-filtered: the retriever cannot take the filter, so it was asked for up to "
+                               f"{asked} hits; it returned {got}, of which {len(kept)} are in the scope")
+
     def search(
         self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
         exclude_ids: frozenset[str],
     ) -> list[Hit]:
-        hits = self._search(query, self._asked(limit, flt, exclude_ids))
-        return self._scoped(hits, limit, flt, exclude_ids)
+        asked = self._asked(limit, flt, exclude_ids)
+        if flt is None and not exclude_ids:
+            return self._search(query, limit)[:limit]
+        while True:
+            hits = self._search(query, asked)
+            kept = self._scoped(hits, limit, flt, exclude_ids)
+            more = self._next(asked, len(hits), len(kept), limit, exclude_ids)
+            if more is None:
+                return self._noted(kept, asked, len(hits))
+            asked = more
 
     async def asearch(
         self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
@@ -265,8 +295,16 @@ class FunctionLeg(Leg):
     ) -> list[Hit]:
         if self._asearch is None:
             return await super().asearch(query, vector, limit, flt, exclude_ids)
-        hits = await self._asearch(query, self._asked(limit, flt, exclude_ids))
-        return self._scoped(hits, limit, flt, exclude_ids)
+        if flt is None and not exclude_ids:
+            return (await self._asearch(query, limit))[:limit]
+        asked = self._asked(limit, flt, exclude_ids)
+        while True:
+            hits = await self._asearch(query, asked)
+            kept = self._scoped(hits, limit, flt, exclude_ids)
+            more = self._next(asked, len(hits), len(kept), limit, exclude_ids)
+            if more is None:
+                return self._noted(kept, asked, len(hits))
+            asked = more
 
 
 def as_leg(name: str, source: Any) -> Leg:

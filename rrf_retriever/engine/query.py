@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from rrf_retriever.engine import stages
-from rrf_retriever.engine.legs import Leg
+from rrf_retriever.engine.legs import Leg, NotedHits
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
 from rrf_retriever.engine.settings import RetrievalSettings
@@ -228,8 +228,9 @@ def finish(
             error = outcome.error
             if error is None and outcome.hits is not None:
                 ranked[name] = outcome.hits
-                traces.append(LegTrace(name, leg.kind, weight, True, outcome.latency_ms, len(outcome.hits),
-                                       note=leg.scope_note(q.fetch_k, q.flt, q.excl)))
+                note = (outcome.hits.note if isinstance(outcome.hits, NotedHits)  # what this call did
+                        else leg.scope_note(q.fetch_k, q.flt, q.excl))
+                traces.append(LegTrace(name, leg.kind, weight, True, outcome.latency_ms, len(outcome.hits), note=note))
                 continue
             detail = (f"timed out after {q.settings.leg_timeout} s" if outcome.timed_out
                       else f"{type(error).__name__}: {error}")

@@ -56,6 +56,29 @@ def _hit(doc: Document, score: float, id_key: str | None) -> Hit:
     return Hit(doc_id or content_id(doc.page_content), doc.page_content, dict(doc.metadata), score)
 
 
+def sized(retriever: BaseRetriever, k: int) -> BaseRetriever:
+    """A copy of ``retriever`` asked for ``k`` results, where its fields say how (``k``, as BM25Retriever and
+    TFIDFRetriever have, or ``search_kwargs["k"]``, as a VectorStoreRetriever has); else ``retriever`` itself.
+    The user's retriever is never changed.
+
+    Example:
+        >>> from langchain_core.retrievers import BaseRetriever
+        >>> class Fixed(BaseRetriever):
+        ...     k: int = 4
+        ...     def _get_relevant_documents(self, query, *, run_manager):
+        ...         return []
+        >>> sized(Fixed(), 12).k
+        12
+    """
+    fields = type(retriever).model_fields
+    if "k" in fields and isinstance(retriever.__dict__.get("k"), int):
+        return retriever.model_copy(update={"k": k})
+    search_kwargs = retriever.__dict__.get("search_kwargs")
+    if "search_kwargs" in fields and isinstance(search_kwargs, dict):
+        return retriever.model_copy(update={"search_kwargs": {**search_kwargs, "k": k}})
+    return retriever
+
+
 class LangChainSide(FrameworkSide):
     """LangChain's half: ``invoke``/``ainvoke`` answer through ``_get_relevant_documents`` and its async twin."""
 
@@ -70,10 +93,12 @@ class LangChainSide(FrameworkSide):
             return None
 
         def search(query: str, limit: int) -> list[Hit]:
-            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate(source.invoke(query)[:limit], 1)]
+            docs = sized(source, limit).invoke(query)
+            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate(docs[:limit], 1)]
 
         async def asearch(query: str, limit: int) -> list[Hit]:
-            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate((await source.ainvoke(query))[:limit], 1)]
+            docs = await sized(source, limit).ainvoke(query)
+            return [_hit(d, 1.0 / r, id_key) for r, d in enumerate(docs[:limit], 1)]
 
         return FunctionLeg(search, asearch)
 
