@@ -30,6 +30,8 @@ FRAMEWORK_HOMES = {
     "langchain_core": "rrf_retriever/langchain/",
     "langchain": "rrf_retriever/langchain/",
     "langchain_classic": "rrf_retriever/langchain/",
+    "langchain_community": "rrf_retriever/langchain/",
+    "langchain_text_splitters": "rrf_retriever/langchain/",
     "llama_index": "rrf_retriever/llama_index/",
 }
 
