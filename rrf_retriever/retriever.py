@@ -22,6 +22,10 @@ Naming: the RRF constant is ``rrf_k`` (default 60); the number of results is ``t
 for the number of results (``as_retriever(search_kwargs={"k": 4})``), so a bare ``k`` given to this retriever is
 taken as ``top_k``, never as the RRF constant. An unknown keyword argument is an error.
 
+Copies (``copy.copy``, ``copy.deepcopy``, pydantic's ``model_copy(deep=True)``) SHARE the engine, which holds open
+stores like a database client: the copy's own ``search_kwargs`` and framework settings are copied (a deep copy's
+are its own), the stores are not; closing the original or the copy closes the shared engine for both.
+
 Example:
     >>> from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding  # doctest: +SKIP
     >>> r = EnsembleRRFRetriever.from_texts(["FTS5 error E42", "vector search"], HashingEmbedding())  # doctest: +SKIP
