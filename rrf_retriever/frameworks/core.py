@@ -22,8 +22,9 @@ from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, RetrievalSettings
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, check_option_names, resolve_top_k
 from rrf_retriever.engine.rerank import check_reranker
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
+from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
 from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
@@ -86,8 +87,7 @@ class RetrieverCore:
         allowed = frozenset().union(*(side.framework_kwargs for side in self._sides))
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
-            msg = f"unknown argument(s) {unknown} for {type(self).__name__}; see its docstring for the accepted ones"
-            raise InvalidArgumentError(msg)
+            raise unknown_arguments_error(type(self).__name__, unknown)
         top_k = resolve_top_k(top_k, k)
         if engine is None:
             engine = engine_from_sources(
@@ -148,7 +148,7 @@ class RetrieverCore:
     def from_texts(
         cls,
         texts: Sequence[str],
-        embedding: Any,
+        embedding: Any = None,
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         ids: Sequence[str] | None = None,
         *,
@@ -166,7 +166,8 @@ class RetrieverCore:
 
         Args:
             texts: The documents.
-            embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
+            embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter
+                (``embed_model=``, LlamaIndex's name, is accepted for it).
             metadatas: One mapping per text (optional).
             ids: One id per text. Default: derived from the text and its metadata (:func:`~.results.content_ids`), so
                 running the same script twice updates the same documents instead of adding copies.
@@ -195,6 +196,7 @@ class RetrieverCore:
                 remembers it (its manifest and store); reopening with another is an error, None uses the index's.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
+        embedding = resolve_embedding(embedding, kwargs)
         built = stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
                                       collection_name=collection_name, url=url, location=location, api_key=api_key,
                                       analyzer=as_analyzer(analyzer), kwargs=kwargs)
@@ -216,7 +218,7 @@ class RetrieverCore:
         return retriever
 
     @classmethod
-    def from_documents(cls, documents: Sequence[Any], embedding: Any, **kwargs: Any) -> Any:
+    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
