@@ -25,6 +25,7 @@ from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
+from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
 from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
@@ -197,9 +198,13 @@ class RetrieverCore:
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
         embedding = resolve_embedding(embedding, kwargs)
-        built = stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
-                                      collection_name=collection_name, url=url, location=location, api_key=api_key,
-                                      analyzer=as_analyzer(analyzer), kwargs=kwargs)
+
+        def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry
+            return stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
+                                         collection_name=collection_name, url=url, location=location,
+                                         api_key=api_key, analyzer=as_analyzer(analyzer), kwargs=dict(kwargs))
+
+        built = opening() if path is None else open_once(path, opening)
         try:
             retriever = cls(dense=built.dense, keyword=built.keyword, **built.kwargs)
         except BaseException:
@@ -211,11 +216,23 @@ class RetrieverCore:
                 retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
             if built.index is not None:
                 refresh_manifest(built.index.root, retriever.engine)
+                remember_open(built.index.root, retriever.engine)
         except BaseException:
             if built.index is not None:  # release the index (its locks) rather than leave it to the garbage collector
                 retriever.close()
             raise
         return retriever
+
+    @classmethod
+    def open(cls, path: str | Path, embedding: Any = None, **kwargs: Any) -> Any:
+        """Reopen the index directory ``path`` (built by :meth:`from_texts` or the CLI); :meth:`close` releases it.
+
+        ``kwargs`` are :meth:`from_texts`'s. A path without an index is an
+        :class:`~.index.directory.IndexDirectoryError` (nothing is created); a path this process holds open already
+        is a :class:`~rrf_retriever.errors.StoreLockedError` that says to close the first retriever.
+        """
+        check_index_exists(path)
+        return cls.from_texts([], embedding, path=path, **kwargs)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
@@ -362,8 +379,9 @@ class RetrieverCore:
     # ---- lifecycle --------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy); later calls
-        raise :class:`~rrf_retriever.errors.EngineClosedError`. Also ``with EnsembleRRFRetriever(...) as r:``."""
+        """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy and every
+        ``copy`` / ``deepcopy`` / ``model_copy``); later calls raise :class:`~rrf_retriever.errors.EngineClosedError`.
+        An index directory can be reopened (:meth:`open`) once closed. Also ``with EnsembleRRFRetriever(...) as r:``."""
         self.engine.close()
 
     def __enter__(self) -> Any:
