@@ -20,7 +20,13 @@ Four things make the double inheritance work (each guarded by a test):
 
 Naming: the RRF constant is ``rrf_k`` (default 60); the number of results is ``top_k``. LangChain users write ``k``
 for the number of results (``as_retriever(search_kwargs={"k": 4})``), so a bare ``k`` given to this retriever is
-taken as ``top_k``, never as the RRF constant. An unknown keyword argument is an error.
+taken as ``top_k``, never as the RRF constant. An unknown keyword argument is an error; another library's name gets
+a hint (LangChain's ``retrievers=[...]`` names ``sources={...}``), and ``from_texts`` / ``from_documents`` accept
+LlamaIndex's ``embed_model=`` for ``embedding``.
+
+Copies (``copy.copy``, ``copy.deepcopy``, pydantic's ``model_copy(deep=True)``) SHARE the engine, which holds open
+stores like a database client: the copy's own ``search_kwargs`` and framework settings are copied (a deep copy's
+are its own), the stores are not; closing the original or the copy closes the shared engine for both.
 
 Example:
     >>> from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding  # doctest: +SKIP

@@ -50,7 +50,12 @@ class CliCommand(TyperCommand):
 
 
 class CliGroup(TyperGroup):
-    """The app itself: its ``--help`` flag shows no ``<bool>`` either."""
+    """The app itself: its ``--help`` and ``--version`` flags show no ``<bool>`` either."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            CliCommand._tidy(param)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
@@ -59,9 +64,34 @@ class CliGroup(TyperGroup):
         return option
 
 
+#: ``-h`` is ``--help``, on the app and on every command.
+HELP_OPTION_NAMES = {"help_option_names": ["-h", "--help"]}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from rrf_retriever import __version__
+
+        typer.echo(f"rrf-retriever {__version__}")
+        raise typer.Exit
+
+
 class CliTyper(typer.Typer):
-    """Every command of this app is a :class:`CliCommand` unless it names its own class."""
+    """Every command of this app is a :class:`CliCommand` unless it names its own class; ``-h`` is ``--help``
+    everywhere; the app takes ``--version``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", HELP_OPTION_NAMES)
+        super().__init__(*args, **kwargs)
+
+        @self.callback()
+        def _app(
+            version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                         help="Print the version and exit."),
+        ) -> None:
+            """Hybrid retrieval (Qdrant dense + BM25 keyword) fused with weighted Reciprocal Rank Fusion."""
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", CliCommand)
+        kwargs.setdefault("context_settings", HELP_OPTION_NAMES)
         return super().command(*args, **kwargs)

@@ -40,6 +40,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from rrf_retriever.engine.handle import SharedHandle
 from rrf_retriever.engine.journal import Journal, open_journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, as_leg
 from rrf_retriever.engine.options import SearchOptions, as_options
@@ -66,8 +67,8 @@ __all__ = ["HybridEngine"]
 logger = logging.getLogger("rrf_retriever")
 
 
-class HybridEngine:
-    """Weighted-RRF hybrid search over any number of sources, framework-neutral.
+class HybridEngine(SharedHandle):
+    """Weighted-RRF hybrid search over any number of sources, framework-neutral. A copy shares it (:mod:`.handle`).
 
     Args:
         sources: ``{name: store or Leg}``; a store with an ``embedding`` attribute is a dense leg.
@@ -246,12 +247,6 @@ class HybridEngine:
                 leg.close()
             if self._writes.journal is not None:
                 self._writes.journal.close()
-
-    def __enter__(self) -> HybridEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
         expansion = self._expansion

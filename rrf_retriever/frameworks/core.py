@@ -22,8 +22,10 @@ from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, RetrievalSettings
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, check_option_names, resolve_top_k
 from rrf_retriever.engine.rerank import check_reranker
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
+from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
+from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
 from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
@@ -86,8 +88,7 @@ class RetrieverCore:
         allowed = frozenset().union(*(side.framework_kwargs for side in self._sides))
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
-            msg = f"unknown argument(s) {unknown} for {type(self).__name__}; see its docstring for the accepted ones"
-            raise InvalidArgumentError(msg)
+            raise unknown_arguments_error(type(self).__name__, unknown)
         top_k = resolve_top_k(top_k, k)
         if engine is None:
             engine = engine_from_sources(
@@ -148,7 +149,7 @@ class RetrieverCore:
     def from_texts(
         cls,
         texts: Sequence[str],
-        embedding: Any,
+        embedding: Any = None,
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         ids: Sequence[str] | None = None,
         *,
@@ -166,7 +167,8 @@ class RetrieverCore:
 
         Args:
             texts: The documents.
-            embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter.
+            embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter
+                (``embed_model=``, LlamaIndex's name, is accepted for it).
             metadatas: One mapping per text (optional).
             ids: One id per text. Default: derived from the text and its metadata (:func:`~.results.content_ids`), so
                 running the same script twice updates the same documents instead of adding copies.
@@ -195,9 +197,14 @@ class RetrieverCore:
                 remembers it (its manifest and store); reopening with another is an error, None uses the index's.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        built = stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
-                                      collection_name=collection_name, url=url, location=location, api_key=api_key,
-                                      analyzer=as_analyzer(analyzer), kwargs=kwargs)
+        embedding = resolve_embedding(embedding, kwargs)
+
+        def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry
+            return stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
+                                         collection_name=collection_name, url=url, location=location,
+                                         api_key=api_key, analyzer=as_analyzer(analyzer), kwargs=dict(kwargs))
+
+        built = opening() if path is None else open_once(path, opening)
         try:
             retriever = cls(dense=built.dense, keyword=built.keyword, **built.kwargs)
         except BaseException:
@@ -209,6 +216,7 @@ class RetrieverCore:
                 retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
             if built.index is not None:
                 refresh_manifest(built.index.root, retriever.engine)
+                remember_open(built.index.root, retriever.engine)
         except BaseException:
             if built.index is not None:  # release the index (its locks) rather than leave it to the garbage collector
                 retriever.close()
@@ -216,7 +224,18 @@ class RetrieverCore:
         return retriever
 
     @classmethod
-    def from_documents(cls, documents: Sequence[Any], embedding: Any, **kwargs: Any) -> Any:
+    def open(cls, path: str | Path, embedding: Any = None, **kwargs: Any) -> Any:
+        """Reopen the index directory ``path`` (built by :meth:`from_texts` or the CLI); :meth:`close` releases it.
+
+        ``kwargs`` are :meth:`from_texts`'s. A path without an index is an
+        :class:`~.index.directory.IndexDirectoryError` (nothing is created); a path this process holds open already
+        is a :class:`~rrf_retriever.errors.StoreLockedError` that says to close the first retriever.
+        """
+        check_index_exists(path)
+        return cls.from_texts([], embedding, path=path, **kwargs)
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
@@ -360,8 +379,9 @@ class RetrieverCore:
     # ---- lifecycle --------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy); later calls
-        raise :class:`~rrf_retriever.errors.EngineClosedError`. Also ``with EnsembleRRFRetriever(...) as r:``."""
+        """Release every store, file, lock and thread of the engine (shared by every ``scoped`` copy and every
+        ``copy`` / ``deepcopy`` / ``model_copy``); later calls raise :class:`~rrf_retriever.errors.EngineClosedError`.
+        An index directory can be reopened (:meth:`open`) once closed. Also ``with EnsembleRRFRetriever(...) as r:``."""
         self.engine.close()
 
     def __enter__(self) -> Any:
