@@ -40,7 +40,14 @@ from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.fusion import fuse
-from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, MANIFEST_SETTINGS_KEY, save_manifest
+from rrf_retriever.index.manifest import (
+    JOURNAL_FILE,
+    MANIFEST_FILE,
+    MANIFEST_SETTINGS_KEY,
+    read_manifest,
+    save_manifest,
+    saved_settings,
+)
 from rrf_retriever.tuning.grid import Setting, TuneGrid
 from rrf_retriever.tuning.index_eval import evaluate_index
 from rrf_retriever.tuning.judged_input import QuerySpec, judged_queries
@@ -277,6 +284,9 @@ def tune(
 
 def save_settings(index_dir: str | os.PathLike[str], engine: Any, report: TuneReport) -> dict[str, Any]:
     """Record ``report.chosen`` in an index directory's manifest (``settings``, plus a ``tuning`` summary) through
-    :func:`rrf_retriever.index.manifest.save_manifest`. ``open_index`` applies ``settings`` on the next open."""
-    return save_manifest(index_dir, engine, **{MANIFEST_SETTINGS_KEY: report.chosen.to_dict(),
+    :func:`rrf_retriever.index.manifest.save_manifest`, over the settings already saved there (what ``PATCH
+    /settings`` persisted and tuning does not choose, such as ``top_k``, stays). ``open_index`` applies
+    ``settings`` on the next open."""
+    saved = saved_settings(read_manifest(Path(index_dir)))
+    return save_manifest(index_dir, engine, **{MANIFEST_SETTINGS_KEY: {**saved, **report.chosen.to_dict()},
                                               MANIFEST_TUNING_KEY: report.summary()})

@@ -466,3 +466,24 @@ def test_the_real_cli_has_tune(tmp_path: Path) -> None:
     assert help_text.exit_code == 0 and "BEIR_DIR" in help_text.output and "<bool>" not in help_text.output
     missing = runner.invoke(app, ["tune", str(demo_eval_dir()), "-d", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "no index" in missing.output and "Traceback" not in missing.output
+
+
+def test_a_tuned_setting_is_saved_over_the_other_saved_settings(tmp_path: Path) -> None:
+    # PATCH /settings persists top_k and diversity; a later tune must not drop them (it saved its choice alone).
+    from rrf_retriever.index.directory import create_index
+    from rrf_retriever.index.manifest import persist_settings, read_manifest
+
+    index = tmp_path / "idx"
+    engine = create_index(index, embedder="hashing:256")
+    engine.add(["rel", "other"], ["error E4107 claim missing", "the what where which"])
+    persist_settings(index, {"top_k": 7, "diversity": 0.6})
+    engine.update_settings(weights={"keyword": 0.0001})
+    try:
+        queries = {f"q{i}": "the what E4107" for i in range(6)}
+        report = tune(engine, queries, {q: {"rel": 1} for q in queries}, "mrr@1", folds=3)
+    finally:
+        engine.close()
+    assert report.applied
+    saved = saved_settings(read_manifest(index))
+    assert saved["top_k"] == 7 and saved["diversity"] == 0.6
+    assert {k: saved[k] for k in report.chosen.to_dict()} == report.chosen.to_dict()
