@@ -43,6 +43,7 @@ __all__ = [
     "check_top_k",
     "check_unicode",
     "check_weights",
+    "shown",
     "validate_batch",
 ]
 
@@ -69,6 +70,24 @@ MAX_METADATA_DEPTH = 20
 MAX_METADATA_BYTES = 1_048_576
 #: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
 MAX_LEG_TIMEOUT = 86_400.0
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` shortened for a message: a hostile value may be a number of thousands of digits (whose
+    ``repr`` Python refuses past 4,300 digits) or a huge list.
+
+    Example:
+        >>> shown(10**50), shown(10**5000)
+        ('an integer of 51 digits', 'an integer of about 5001 digits')
+        >>> len(shown("x" * 100))
+        60
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
+        if value.bit_length() > 14_000:  # past what str() may convert: count from the bits instead
+            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_unicode(value: str, what: str, error: type[Exception] = InvalidArgumentError) -> str:

@@ -95,7 +95,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise IndexDirectoryError(msg)
     try:
         manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, JSONDecodeError, a number past 4,300 digits
         msg = f"corrupt index at {root}: {MANIFEST_FILE} is not valid JSON ({exc})"
         raise IndexDirectoryError(msg) from exc
     check_fields(manifest, f"corrupt index at {root}: {MANIFEST_FILE}")

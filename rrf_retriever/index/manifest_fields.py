@@ -18,8 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rrf_retriever.errors import IndexDirectoryError
+from rrf_retriever.validate import shown
 
-__all__ = ["MAX_COUNT", "MAX_DIMENSION", "REQUIRED_FIELDS", "check_fields", "shown"]
+__all__ = ["MAX_COUNT", "MAX_DIMENSION", "REQUIRED_FIELDS", "check_fields"]
 
 #: The fields every manifest holds (the others are optional).
 REQUIRED_FIELDS = ("format", "embedder", "collection", "created", "doc_count")
@@ -27,21 +28,6 @@ REQUIRED_FIELDS = ("format", "embedder", "collection", "created", "doc_count")
 MAX_COUNT = 2**63 - 1
 #: The largest dense dimension (Qdrant's own limit).
 MAX_DIMENSION = 65536
-
-
-def shown(value: Any) -> str:
-    """``repr(value)``, shortened: a tampered field may hold a number of thousands of digits or a huge list.
-
-    Example:
-        >>> shown(10**50)
-        'an integer of 51 digits'
-        >>> len(shown("x" * 100))
-        60
-    """
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _integer(low: int, high: int) -> tuple[str, Callable[[Any], bool]]:

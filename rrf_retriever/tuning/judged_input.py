@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.validate import shown
 
 __all__ = ["MAX_GRADE", "QuerySpec", "judged_queries"]
 
@@ -34,19 +35,12 @@ QuerySpec = tuple[str, str, Any, Any]
 _SHAPE = "queries and qrels must be mappings: {query_id: text or {'text', 'filter'}}, {query_id: {doc_id: grade}}"
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _id(value: Any, what: str, where: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    msg = f"{where}: a {what} id must be a string (or an int), not {_shown(value)} ({type(value).__name__})"
+    msg = f"{where}: a {what} id must be a string (or an int), not {shown(value)} ({type(value).__name__})"
     raise InvalidTypeError(msg)
 
 
@@ -64,10 +58,10 @@ def _keyed(mapping: Mapping[Any, Any], what: str, where: str) -> dict[str, Any]:
 
 def _grade(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{where}: a grade must be an int from 0 to {MAX_GRADE}, not {_shown(value)}"
+        msg = f"{where}: a grade must be an int from 0 to {MAX_GRADE}, not {shown(value)}"
         raise InvalidTypeError(msg)
     if not 0 <= value <= MAX_GRADE:
-        msg = f"{where}: a grade must be an int from 0 to {MAX_GRADE}, not {_shown(value)}"
+        msg = f"{where}: a grade must be an int from 0 to {MAX_GRADE}, not {shown(value)}"
         raise InvalidArgumentError(msg)
     return value
 

@@ -42,6 +42,8 @@ def run(engine: HybridEngine, queries: Any = QUERIES, qrels: Any = QRELS) -> Any
     (True, InvalidTypeError, "True"),
     (float("nan"), InvalidTypeError, "nan"),
     pytest.param(10**400, InvalidArgumentError, "digits", id="huge"),
+    # repr() of it raises ValueError (Python's int-to-str limit): the message must not
+    pytest.param(10**5000, InvalidArgumentError, "digits", id="past-the-digit-limit"),
     (-1, InvalidArgumentError, "-1"),
 ])
 def test_a_bad_grade_is_our_error_naming_the_query_and_document(engine: HybridEngine, grade: Any,
@@ -111,3 +113,4 @@ def test_judged_documents_no_setting_ranks_are_refused_not_reported_as_zeros(eng
     with pytest.raises(InvalidArgumentError, match="every score is 0"):
         tune(engine, queries, QRELS, "mrr@10", folds=2, resamples=50)
     assert engine.settings is before
+

@@ -131,3 +131,12 @@ def test_unknown_keys_and_the_untampered_manifest_still_open(template: Path, tmp
         assert engine.count() == {"dense": 2, "keyword": 2}
     finally:
         engine.close()
+
+
+def test_a_number_past_pythons_digit_limit_is_our_error(template: Path, tmp_path: Path) -> None:
+    # json.loads refuses an integer of more than 4,300 digits with a raw ValueError (Python's int-to-str limit).
+    root = tmp_path / "idx"
+    shutil.copytree(template, root)
+    text = (root / MANIFEST_FILE).read_text(encoding="utf-8")
+    (root / MANIFEST_FILE).write_text(text.replace('"doc_count": 2', '"doc_count": ' + "9" * 5000), encoding="utf-8")
+    opened_both_ways(root, MANIFEST_FILE)
