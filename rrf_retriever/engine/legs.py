@@ -63,10 +63,6 @@ class Leg:
         """A reason not to call this leg for ``query`` (None: call it)."""
         return None
 
-    def scope_note(self, limit: int, flt: NormalizedFilter | None, exclude_ids: frozenset[str]) -> str | None:
-        """What the trace should say about how this leg applied the scope (None: inside its store, as usual)."""
-        return None
-
     def check_query_vector(self, vector: Sequence[float]) -> None:
         """Refuse a caller's query vector this leg could not search with (nothing to check by default)."""
 

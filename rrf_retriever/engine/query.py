@@ -228,8 +228,7 @@ def finish(
             error = outcome.error
             if error is None and outcome.hits is not None:
                 ranked[name] = outcome.hits
-                note = (outcome.hits.note if isinstance(outcome.hits, NotedHits)  # what this call did
-                        else leg.scope_note(q.fetch_k, q.flt, q.excl))
+                note = outcome.hits.note if isinstance(outcome.hits, NotedHits) else None  # what this call did
                 traces.append(LegTrace(name, leg.kind, weight, True, outcome.latency_ms, len(outcome.hits), note=note))
                 continue
             detail = (f"timed out after {q.settings.leg_timeout} s" if outcome.timed_out

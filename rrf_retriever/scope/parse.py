@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError, InvalidTypeError
+from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, FilterValue, Match, Not, Range
-from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_id, check_unicode
+from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_ids, check_unicode
 
 __all__ = [
     "MAX_DEPTH",
@@ -312,17 +312,7 @@ def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
     """
     if exclude_ids is None:
         return frozenset()
-    if isinstance(exclude_ids, (str, bytes)):
-        msg = "exclude_ids must be a list of ids, not a single string"
-        raise InvalidTypeError(msg)
-    try:
-        ids = list(exclude_ids)
-    except TypeError as exc:
-        msg = f"exclude_ids must be an iterable of ids, not {type(exclude_ids).__name__}"
-        raise InvalidTypeError(msg) from exc
-    for doc_id in ids:
-        check_id(doc_id, field_name="exclude_ids")
-    return frozenset(ids)
+    return frozenset(check_ids(exclude_ids, "exclude_ids"))
 
 
 class Scope(NamedTuple):

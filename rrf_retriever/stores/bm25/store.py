@@ -299,7 +299,7 @@ class BM25KeywordStore(StoreBase):
         """The top ``limit`` documents by BM25 among those the scope allows, score > 0 only.
 
         Returns:
-            Hits, best first (ties: the earlier added first); [] when no query term survives the analyzer.
+            Hits, best first (equal scores: by id); [] when no query term survives the analyzer.
 
         Example:
             >>> s = BM25KeywordStore(); s.add(["a", "b"], ["hello world", "bye"]); [h.id for h in s.search("world", 5)]
