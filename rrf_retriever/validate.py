@@ -325,8 +325,17 @@ class CheckedList(list):  # type: ignore[type-arg]  # ids, texts or metadata: th
     """A list :func:`validate_batch` made: the three lists of one checked batch pass it again unchecked.
 
     The engine checks a write at its door; the stores it writes to take the checked lists as they are (a store
-    called directly still checks at its own door, since a plain list is not one of these).
+    called directly with plain lists still checks at its own door). So the list cannot be changed once checked:
+    every method that would change it raises ``TypeError`` (copy it with ``list(...)`` to edit). The metadata
+    mappings inside are the caller's: do not change them between the check and the write.
     """
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        msg = "a checked batch cannot be changed (copy it with list(...) to edit it)"
+        raise TypeError(msg)
+
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]  # they raise instead
 
 
 def validate_batch(

@@ -98,3 +98,16 @@ def test_a_write_is_validated_once_whatever_the_number_of_stores(keyword: str, m
     assert sorted(d.id for d in r.invoke("note", k=10)) == ["n2", "n3", "n4"]
     with pytest.raises(InvalidArgumentError):  # a store called directly still checks at its own door
         r.engine.legs["keyword"].store.add(["x"], ["text"], [{"rrf_score": 1}])
+
+
+def test_a_checked_batch_cannot_be_changed_and_passed_on_unchecked() -> None:
+    # The checked lists pass the stores' doors as they are: a list changed after the check must not.
+    ids, texts, metas = validate_batch(["a"], ["text"], [{}])
+    for change in (lambda: ids.append("b"), lambda: texts.__setitem__(0, 5), lambda: metas.extend([{"rrf_x": 1}]),
+                   lambda: ids.insert(0, ""), lambda: texts.pop(), lambda: metas.__delitem__(0), lambda: ids.clear(),
+                   lambda: texts.sort(), lambda: metas.reverse(), lambda: ids.remove("a")):
+        with pytest.raises(TypeError):
+            change()
+    assert (ids, texts, metas) == (["a"], ["text"], [{}])
+    with pytest.raises(TypeError):
+        ids += ["b"]
