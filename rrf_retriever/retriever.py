@@ -81,7 +81,9 @@ if _LANGCHAIN and _LLAMA_INDEX:
             search_kwargs: Per-instance search defaults: ``top_k``/``k``, ``filter``, ``exclude_ids``, ``weights``.
             journal: A write-ahead journal (path or :class:`~rrf_retriever.engine.Journal`) that makes multi-store
                 writes crash-safe: an interrupted batch is redone in every store when the retriever is built again.
-            id_key: Metadata key holding ids for LangChain retrievers used as sources without ``Document.id``.
+            id_key: The metadata key that holds document ids, as in LangChain's ``EnsembleRetriever(id_key=...)``:
+                read from LangChain retrievers used as sources whose documents have no ``Document.id``, and written
+                into every LangChain result (``metadata[id_key] = Document.id``, unless the stored metadata has it).
             engine: An existing :class:`~rrf_retriever.engine.HybridEngine` to wrap instead.
             tags / metadata / name: LangChain's; callback_manager / object_map / verbose: LlamaIndex's.
             score: What LlamaIndex's ``NodeWithScore.score`` holds: ``"raw"`` (default) the fused score,

@@ -26,7 +26,7 @@ from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
-from rrf_retriever.frameworks.results import content_ids
+from rrf_retriever.frameworks.results import check_id_key, content_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
 from rrf_retriever.metadata import public_metadata
@@ -90,6 +90,7 @@ class RetrieverCore:
         if unknown:
             raise unknown_arguments_error(type(self).__name__, unknown)
         top_k = resolve_top_k(top_k, k)
+        id_key = check_id_key(id_key)
         if engine is None:
             engine = engine_from_sources(
                 dense, keyword, sources, weights, semantic_weight, keyword_weight,
@@ -103,7 +104,7 @@ class RetrieverCore:
             raise InvalidTypeError(msg)
         elif top_k is not None:
             engine.update_settings(top_k=top_k)
-        self._init_sides(engine, self._checked_search_kwargs(search_kwargs or {}), kwargs)
+        self._init_sides(engine, self._checked_search_kwargs(search_kwargs or {}), {**kwargs, "id_key": id_key})
 
     def _init_sides(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         for side in self._sides:

@@ -3,6 +3,12 @@
 Framework-free: the LangChain side builds a ``Document`` and the LlamaIndex side a ``NodeWithScore`` from the same
 :func:`result_metadata`, so both show the same keys.
 
+The ``rrf_*`` keys say how ONE query scored a document; they are never stored (the prefix is refused on every write,
+:data:`~rrf_retriever.validate.RESERVED_METADATA_PREFIX`). So what identifies a result is the rest
+(:func:`identity_metadata`): both framework edges compare and hash their results on it, so the same stored document is
+the same ``Document`` / has the same node ``hash`` whatever the query (what LangChain's ``MultiQueryRetriever`` and
+LlamaIndex's ``QueryFusionRetriever`` deduplicate and fuse by).
+
 Example:
     >>> from rrf_retriever.types import FusedHit
     >>> sorted(result_metadata(FusedHit("a", "text", {"lang": "en"}, 0.5, {"keyword": 1}, {"keyword": 2.0})))
@@ -17,10 +23,21 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.types import FusedHit
+from rrf_retriever.validate import RESERVED_METADATA_PREFIX, check_str
 
-__all__ = ["RRF_METADATA_KEYS", "content_id", "content_ids", "reranker_score", "result_metadata"]
+__all__ = [
+    "RRF_METADATA_KEYS",
+    "check_id_key",
+    "content_id",
+    "content_ids",
+    "identity_metadata",
+    "is_scoring_key",
+    "reranker_score",
+    "result_metadata",
+]
 
 #: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
 RRF_METADATA_KEYS = (
@@ -39,6 +56,44 @@ def result_metadata(hit: FusedHit) -> dict[str, Any]:
     metadata["rrf_ranks"] = dict(hit.ranks)
     metadata["rrf_scores"] = dict(hit.scores)
     return metadata
+
+
+def is_scoring_key(key: object) -> bool:
+    """Whether a metadata key is one of this retriever's per-query keys (the ``rrf_`` prefix, never stored).
+
+    Example:
+        >>> is_scoring_key("rrf_ranks"), is_scoring_key("lang")
+        (True, False)
+    """
+    return isinstance(key, str) and key.startswith(RESERVED_METADATA_PREFIX)
+
+
+def identity_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's metadata without how the query scored it (the ``rrf_*`` keys), in its own order: the metadata
+    the document was stored with, what equality and hashing of results use.
+
+    Example:
+        >>> identity_metadata({"lang": "en", "rrf_score": 0.03, "rrf_ranks": {"dense": 1}})
+        {'lang': 'en'}
+    """
+    return {key: value for key, value in metadata.items() if not is_scoring_key(key)}
+
+
+def check_id_key(id_key: object) -> str | None:
+    """``id_key`` checked at the door: None or a metadata key name (not empty, not one of our ``rrf_`` keys).
+
+    Example:
+        >>> check_id_key("doc_id"), check_id_key(None)
+        ('doc_id', None)
+    """
+    if id_key is None:
+        return None
+    key = check_str(id_key, "id_key")
+    if not key or is_scoring_key(key):
+        msg = (f"id_key must name a metadata key (e.g. 'doc_id'), not {key[:80]!r}: "
+               f"keys starting with {RESERVED_METADATA_PREFIX!r} are the per-query scoring")
+        raise InvalidArgumentError(msg)
+    return key
 
 
 def content_id(text: str) -> str:

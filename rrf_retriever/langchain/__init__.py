@@ -4,7 +4,8 @@ structured query translated into our filters.
 
 Needs ``langchain-core`` (``pip install 'rrf-retriever[langchain]'``) and never imports LlamaIndex. Re-exports
 only, from :mod:`~rrf_retriever.langchain.retriever`, :mod:`~rrf_retriever.langchain.vectorstore`,
-:mod:`~rrf_retriever.langchain.rerankers`, :mod:`~rrf_retriever.langchain.embeddings` and
+:mod:`~rrf_retriever.langchain.documents`, :mod:`~rrf_retriever.langchain.rerankers`,
+:mod:`~rrf_retriever.langchain.embeddings` and
 :mod:`~rrf_retriever.langchain.structured_query`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
 LangChain is the only framework installed, and with LlamaIndex too it is both frameworks' retriever at once.
 
@@ -18,6 +19,7 @@ Example:
     [('e42', {'keyword': 1})]
 """
 
+from rrf_retriever.langchain.documents import RRFDocument
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.rerankers import CompressorReranker
 from rrf_retriever.langchain.retriever import TRACE_EVENT, LangChainRRFRetriever, to_langchain_document
@@ -28,6 +30,7 @@ __all__ = [
     "TRACE_EVENT",
     "CompressorReranker",
     "LangChainRRFRetriever",
+    "RRFDocument",
     "RRFLangChainEmbeddings",
     "RRFTranslator",
     "RRFVectorStore",

@@ -23,6 +23,7 @@ from rrf_retriever.errors import missing_dependency
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.results import content_id, result_metadata
 from rrf_retriever.frameworks.sides import FrameworkSide
+from rrf_retriever.langchain.documents import RRFDocument
 from rrf_retriever.langchain.rerankers import as_compressor_reranker
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
@@ -46,9 +47,22 @@ __all__ = ["TRACE_EVENT", "LangChainRRFRetriever", "LangChainSide", "to_langchai
 TRACE_EVENT = "rrf_retriever_trace"
 
 
-def to_langchain_document(hit: FusedHit) -> Document:
-    """A fused hit as a LangChain ``Document`` (``id`` set, rrf_* keys added to the metadata)."""
-    return Document(id=hit.id, page_content=hit.text, metadata=result_metadata(hit))
+def to_langchain_document(hit: FusedHit, id_key: str | None = None) -> RRFDocument:
+    """A fused hit as a LangChain ``Document`` (an :class:`~rrf_retriever.langchain.documents.RRFDocument`: ``id``
+    set, rrf_* keys added to the metadata and left out of equality). With ``id_key``, the id is also written into
+    ``metadata[id_key]`` (as LangChain's ``EnsembleRetriever(id_key=...)`` reads it), unless the stored metadata
+    has that key already.
+
+    Example:
+        >>> from rrf_retriever.types import FusedHit
+        >>> hit = FusedHit("a", "text", {}, 0.5, {"keyword": 1}, {})
+        >>> to_langchain_document(hit, id_key="doc_id").metadata["doc_id"]
+        'a'
+    """
+    metadata = result_metadata(hit)
+    if id_key is not None and id_key not in metadata:
+        metadata[id_key] = hit.id
+    return RRFDocument(id=hit.id, page_content=hit.text, metadata=metadata)
 
 
 def _hit(doc: Document, score: float, id_key: str | None) -> Hit:
@@ -82,7 +96,7 @@ def sized(retriever: BaseRetriever, k: int) -> BaseRetriever:
 class LangChainSide(FrameworkSide):
     """LangChain's half: ``invoke``/``ainvoke`` answer through ``_get_relevant_documents`` and its async twin."""
 
-    framework_kwargs = frozenset({"tags", "metadata", "name"})
+    framework_kwargs = frozenset({"tags", "metadata", "name", "id_key"})
 
     @staticmethod
     def leg_for(source: Any, id_key: str | None) -> FunctionLeg | None:
@@ -136,7 +150,8 @@ class LangChainSide(FrameworkSide):
         handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
                      result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
                      metadata=run_manager.metadata)
-        return [to_langchain_document(h) for h in result.hits]
+        id_key = self.id_key  # type: ignore[attr-defined]  # a pydantic field of the concrete class
+        return [to_langchain_document(h, id_key) for h in result.hits]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -145,7 +160,8 @@ class LangChainSide(FrameworkSide):
         await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
                             result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
                             metadata=run_manager.metadata)
-        return [to_langchain_document(h) for h in result.hits]
+        id_key = self.id_key  # type: ignore[attr-defined]  # a pydantic field of the concrete class
+        return [to_langchain_document(h, id_key) for h in result.hits]
 
 
 class LangChainRRFRetriever(RetrieverCore, LangChainSide, BaseRetriever):
@@ -157,3 +173,4 @@ class LangChainRRFRetriever(RetrieverCore, LangChainSide, BaseRetriever):
 
     engine: Any = Field(default=None, exclude=True)
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    id_key: str | None = None

@@ -4,6 +4,7 @@
 
 Needs ``llama-index-core`` (``pip install 'rrf-retriever[llama-index]'``) and never imports LangChain. Re-exports
 only, from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
+:mod:`~rrf_retriever.llama_index.result_nodes` (``RRFTextNode``: a result node, hashed without ``rrf_*`` keys),
 :mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers`,
 :mod:`~rrf_retriever.llama_index.embeddings` and :mod:`~rrf_retriever.llama_index.vector_store` (``RRFVectorStore``,
 a LlamaIndex vector store). ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
@@ -23,6 +24,7 @@ from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
 from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import to_node_with_score
 from rrf_retriever.llama_index.rerankers import PostprocessorReranker
+from rrf_retriever.llama_index.result_nodes import RRFTextNode
 from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetrievalTraceEvent
 from rrf_retriever.llama_index.vector_store import RRFVectorStore
 
@@ -31,6 +33,7 @@ __all__ = [
     "PostprocessorReranker",
     "RRFLlamaIndexEmbedding",
     "RRFRetrievalTraceEvent",
+    "RRFTextNode",
     "RRFVectorStore",
     "from_llama_index",
     "to_node_with_score",

@@ -17,7 +17,8 @@ Choices:
   ``delete_ref_doc(document.doc_id)`` removes it. A node with no source stores no ``ref_doc_id`` (LlamaIndex writes
   the string ``"None"``, which would make ``delete_ref_doc("None")`` delete every orphan node).
 * Our ``rrf_*`` result keys are stripped on the way in (a retrieved node inserted again), added and excluded from
-  the LLM and embedding metadata on the way out.
+  the LLM and embedding metadata on the way out, and left out of the node's ``hash``
+  (:mod:`~rrf_retriever.llama_index.result_nodes`): the same stored node hashes the same whatever the query.
 
 Example:
     >>> from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
@@ -36,6 +37,7 @@ from typing import Any
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, result_metadata
+from rrf_retriever.llama_index.result_nodes import stable_node
 from rrf_retriever.metadata import NODE_CONTENT_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
 from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import check_id
@@ -149,7 +151,7 @@ def _with_rrf(keys: Sequence[str]) -> list[str]:
 def to_node_with_score(hit: FusedHit) -> NodeWithScore:
     """A fused hit as a LlamaIndex ``NodeWithScore``: the node as it was inserted (relationships, excluded keys,
     templates) when it was written from one, else a ``TextNode``; rrf_* keys added, hidden from the LLM and the
-    embedder.
+    embedder, and left out of ``node.hash`` (:func:`~rrf_retriever.llama_index.result_nodes.stable_node`).
 
     Example:
         >>> from rrf_retriever.types import FusedHit
@@ -170,4 +172,4 @@ def to_node_with_score(hit: FusedHit) -> NodeWithScore:
         node.metadata.update({k: v for k, v in metadata.items() if k in _RRF_KEYS})
         node.excluded_llm_metadata_keys = _with_rrf(node.excluded_llm_metadata_keys)
         node.excluded_embed_metadata_keys = _with_rrf(node.excluded_embed_metadata_keys)
-    return NodeWithScore(node=node, score=hit.score)
+    return NodeWithScore(node=stable_node(node), score=hit.score)

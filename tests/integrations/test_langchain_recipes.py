@@ -141,8 +141,25 @@ def _readme_blocks(heading: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
+def test_the_readme_wrapper_recipes_run_as_written() -> None:
+    """MultiQueryRetriever (a fake LLM giving three variants) and EnsembleRetriever(id_key=...) over ours."""
+    wrappers = _readme_blocks("### Recipes: LangChain")[2]
+    variants = "indexer error E42\nindexer crashed\nerror codes E42"
+    namespace: dict[str, Any] = {"llm": FakeListLLM(responses=[variants])}
+    exec(compile(wrappers, "README.md", "exec"), namespace)
+    hybrid, found = namespace["hybrid"], namespace["found_once"]
+    union = {d.id for q in variants.splitlines() for d in hybrid.invoke(q)}
+    assert sorted(d.id for d in found) == sorted(union) and len(union) < 3 * 2  # repeats were there, and dropped
+    fused = namespace["fused"]
+    members = {d.id for d in hybrid.invoke("error E42")} | {d.metadata["doc_id"] for d in
+                                                             namespace["bm25"].invoke("error E42")}
+    assert sorted(d.metadata["doc_id"] for d in fused) == sorted(members)  # both members' hits, each once
+    assert all(d.metadata["doc_id"] == d.id for d in fused if d.id is not None)
+    hybrid.close()
+
+
 def test_the_readme_recipes_run_as_written() -> None:
-    vector_store, self_query = _readme_blocks("### Recipes: LangChain")
+    vector_store, self_query = _readme_blocks("### Recipes: LangChain")[:2]
     namespace: dict[str, Any] = {}
     exec(compile(vector_store, "README.md", "exec"), namespace)
     doc, score = namespace["hits"][0]

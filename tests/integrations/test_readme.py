@@ -11,12 +11,14 @@ import pytest
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def _block_after(heading: str) -> str:
+def _block_after(heading: str, nth: int = 0) -> str:
+    """The ``nth`` python block of the section under ``heading`` (up to the next ``## `` heading)."""
     text = README.read_text(encoding="utf-8")
     section = text[text.index(heading):]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None, heading
-    return match.group(1)
+    section = section[:section.find("\n## ")] if "\n## " in section else section
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) > nth, heading
+    return str(blocks[nth])
 
 
 @pytest.mark.slow  # the real MiniLM
@@ -38,3 +40,24 @@ def test_the_llamaindex_recipes_run_as_written() -> None:
     assert namespace["store"].client.engine.count() == {"dense": 1, "keyword": 1}  # kb-2 deleted
     assert {c.ref_doc_id for c in namespace["chunks"]} == {"kb-1", "kb-2"}
     assert [n.node.node_id for n in namespace["kept"]] == ["kb-1"]
+
+
+def test_the_llamaindex_query_fusion_recipe_runs_as_written() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(_block_after("### Recipes: LlamaIndex", 1), "README.md", "exec"), namespace)
+    fused = [(n.node.node_id, n.score) for n in namespace["fused"]]
+    assert fused[0] == ("kb-1", pytest.approx(2 / 60))  # first in both members: fused into one node
+    assert len(fused) == 3 and len({i for i, _ in fused}) == 3  # as many nodes as asked, each once
+    namespace["hybrid"].close()
+
+
+def test_every_recipe_block_is_run_by_a_test() -> None:
+    """A recipe added to a Recipes section without a test here (or in test_langchain_recipes.py) fails this."""
+    assert len(re.findall(r"```python\n", _section("### Recipes: LlamaIndex"))) == 2
+    assert len(re.findall(r"```python\n", _section("### Recipes: LangChain"))) == 3
+
+
+def _section(heading: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    return section[:section.index("\n## ")]

@@ -53,6 +53,7 @@ EXPECTED_ALL = {
     "rrf_retriever.langchain": [
         "CompressorReranker",
         "LangChainRRFRetriever",
+        "RRFDocument",
         "RRFLangChainEmbeddings",
         "RRFTranslator",
         "RRFVectorStore",
@@ -64,6 +65,7 @@ EXPECTED_ALL = {
         "PostprocessorReranker",
         "RRFLlamaIndexEmbedding",
         "RRFRetrievalTraceEvent",
+        "RRFTextNode",
         "RRFVectorStore",
         "from_llama_index",
         "to_node_with_score",
