@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from llama_index.core import Document
 from llama_index.core.llms import MockLLM
+from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.retrievers.fusion_retriever import QUERY_GEN_PROMPT
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -123,3 +125,20 @@ def _ranks(ours: LlamaIndexRRFRetriever, queries: list[str], node_id: str) -> li
         if node_id in ids:
             out.append(ids.index(node_id))
     return out
+
+
+def test_chunks_of_a_document_hash_like_the_splitters_nodes() -> None:
+    """The usual pipeline: a SentenceSplitter's chunks (SOURCE / PREV / NEXT relationships, the document's metadata)
+    inserted into ours and given to BM25Retriever: fused, not doubled."""
+    doc = Document(id_="manual", text=" ".join(TEXTS * 3), metadata={"source": "manual.pdf"})
+    chunks = SentenceSplitter(chunk_size=40, chunk_overlap=0).get_nodes_from_documents([doc])
+    assert len(chunks) > 3
+    with EnsembleRRFRetriever.from_documents(chunks, HashingEmbedding(64), k=3) as hybrid:
+        bm25 = BM25Retriever.from_defaults(nodes=chunks, similarity_top_k=3)
+        originals = {c.node_id: c.hash for c in chunks}
+        assert all(n.node.hash == originals[n.node.node_id] for n in hybrid.retrieve(QUERY))
+        fusion = QueryFusionRetriever([hybrid, bm25], mode="reciprocal_rerank", num_queries=1, llm=MockLLM(),
+                                      similarity_top_k=10, use_async=False)
+        got = fusion.retrieve(QUERY)
+        union = {n.node.node_id for r in (hybrid, bm25) for n in r.retrieve(QUERY)}
+        assert sorted(n.node.node_id for n in got) == sorted(union)
