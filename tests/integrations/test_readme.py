@@ -61,3 +61,13 @@ def _section(heading: str) -> str:
     text = README.read_text(encoding="utf-8")
     section = text[text.index(heading):]
     return section[:section.index("\n## ")]
+
+
+def test_the_result_identity_example_runs_as_written() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(_block_after("## What every result carries"), "README.md", "exec"), namespace)
+    assert namespace["first"].id == namespace["second"].id == "kb-2"
+    assert namespace["same_document"] is True and namespace["same_hash"] is True
+    first, second = namespace["scorings"]
+    assert first != second  # the per-query scoring is there, and differs
+    namespace["retriever"].close()
