@@ -21,7 +21,7 @@ from rrf_retriever.engine import FunctionLeg, HybridEngine
 from rrf_retriever.engine.rerank import HitReranker
 from rrf_retriever.errors import missing_dependency
 from rrf_retriever.frameworks.core import RetrieverCore
-from rrf_retriever.frameworks.results import content_id, result_metadata
+from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, content_id, result_metadata
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.langchain.documents import RRFDocument
 from rrf_retriever.langchain.rerankers import as_compressor_reranker
@@ -119,7 +119,9 @@ class LangChainSide(FrameworkSide):
     @staticmethod
     def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
         if isinstance(doc, Document):
-            return doc.id, doc.page_content, dict(doc.metadata)
+            # A retrieved result added again (as the LlamaIndex side does): our per-query keys are not stored.
+            metadata = {k: v for k, v in doc.metadata.items() if k not in RRF_METADATA_KEYS}
+            return doc.id, doc.page_content, metadata
         return None
 
     @staticmethod

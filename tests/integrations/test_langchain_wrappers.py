@@ -94,3 +94,22 @@ def test_id_key_keeps_the_users_own_value_and_survives_scoped(ours: LangChainRRF
 def test_a_bad_id_key_is_refused_at_the_door(ours: LangChainRRFRetriever, id_key: object, error: type) -> None:
     with pytest.raises(error, match="id_key"):
         type(ours)(engine=ours.engine, id_key=id_key)
+
+
+def test_retrieved_results_can_be_added_again_without_their_scoring(ours: LangChainRRFRetriever) -> None:
+    results = ours.invoke("indexer error E42")
+    other = EnsembleRRFRetriever.from_texts(["seed"], HashingEmbedding(64), ids=["seed"], k=10)
+    try:
+        other.add_documents(results)  # refused before: "reserved key rrf_score"
+        again = {d.id: d for d in other.invoke("indexer error E42")}
+        for doc in results:
+            assert again[doc.id].metadata["n"] == doc.metadata["n"]
+        stored = other.get_by_ids([d.id for d in results])
+        assert all(not any(k.startswith("rrf_") for k in d.metadata) for d in stored)
+    finally:
+        other.close()
+
+
+def test_a_user_key_with_the_reserved_prefix_is_still_refused(ours: LangChainRRFRetriever) -> None:
+    with pytest.raises(InvalidArgumentError, match="rrf_"):
+        ours.add_documents([Document(id="x", page_content="text", metadata={"rrf_mine": 1})])
