@@ -223,7 +223,7 @@ def detect_language(texts: Iterable[Any], *, sample: int = DEFAULT_SAMPLE) -> La
     n = len(votes)
     script_counts: Counter[str] = Counter(str(v[0]) for v in votes)
     scripts = _shares(script_counts, n)
-    script, count = next(iter(scripts.items()))
+    script = next(iter(scripts))  # the most frequent (ties: by name)
     count = script_counts[script]
 
     def unsure(why: str, top: str | None = None, languages: dict[str, float] | None = None) -> LanguageDetection:

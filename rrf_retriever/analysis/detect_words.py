@@ -22,7 +22,8 @@ Example:
 from __future__ import annotations
 
 import bisect
-import unicodedata
+
+from rrf_retriever.analysis.languages import normalize
 
 __all__ = ["FUNCTION_WORDS", "HINT_LETTERS", "SCRIPT_LANGUAGES", "script_of"]
 
@@ -116,18 +117,9 @@ _WORDS = {
 }
 
 
-def _folded(word: str) -> str:
-    """Latin diacritics folded as the analyzer folds them (other scripts keep their marks)."""
-    out = []
-    for ch in unicodedata.normalize("NFKC", word):
-        base = unicodedata.normalize("NFKD", ch)
-        out.append(base[0] if base[0].isascii() and all(unicodedata.combining(c) for c in base[1:]) else ch)
-    return "".join(out)
-
-
 #: Function words by language, Latin diacritics folded (see the module doc).
 FUNCTION_WORDS: dict[str, frozenset[str]] = {
-    name: frozenset(_folded(w) for w in words.split()) for name, words in _WORDS.items()
+    name: frozenset(normalize(w) for w in words.split()) for name, words in _WORDS.items()
 }
 
 #: Letters that point to one language of a script (weak evidence: each counts a fifth of a function word).
