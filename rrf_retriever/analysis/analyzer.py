@@ -29,8 +29,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from rrf_retriever.analysis.languages import (
+    CJK_LANGUAGES,
     LANGUAGE_DEFAULT,
     STOPWORDS,
+    UNSTEMMED_LANGUAGES,
     LanguageDefault,
     cjk_bigrams,
     is_cjk,
@@ -88,7 +90,10 @@ class Analyzer:
             Default: the language's Snowball stemmer. Named stemmers need PyStemmer (extra ``bm25``).
         language: A Snowball language (``"german"``, ``"french"``, ... or its ISO code ``"de"``): sets the
             defaults of ``stem``, ``stopwords`` and ``query_stopwords``. None or ``"english"``: English, as
-            before (Porter). Chinese, Japanese and Korean need none (see ``cjk_bigrams``).
+            before (Porter). ``"chinese"``, ``"japanese"``, ``"korean"``: the English defaults (for the Latin
+            words among the text; the CJK text itself is cut into bigrams by every analyzer, see
+            ``cjk_bigrams``), recorded as the corpus language. ``"hebrew"``, ``"persian"``, ``"ukrainian"``,
+            ``"bulgarian"``: no stemming, no stopwords (Snowball has no stemmer for them).
         min_length: Tokens shorter than this are dropped (default 2: "db" stays, "a" goes); a lone CJK character
             (a word of its own) stays when ``cjk_bigrams`` is on.
         fold_diacritics: Fold ``é`` to ``e`` (default True, like FTS5 ``remove_diacritics``).
@@ -124,13 +129,14 @@ class Analyzer:
         cjk_bigrams: bool = True,
     ) -> None:
         name = None if language is None else language_name(language)
-        english = name in (None, "english")
-        self.language: str | None = None if english else name  # English is the default: one config for it
+        english = name in (None, "english") or name in CJK_LANGUAGES
+        self.language: str | None = None if name == "english" else name  # English is the default: one config
+        unstemmed = name in UNSTEMMED_LANGUAGES
         # isinstance, not ``is``: it narrows the type for checkers too (LanguageDefault has one member).
         if isinstance(stopwords, LanguageDefault):
             stopwords = DEFAULT_STOPWORDS if english else STOPWORDS.get(str(name), frozenset())
         if isinstance(stem, LanguageDefault):
-            stem = "porter" if english else name
+            stem = "porter" if english else None if unstemmed else name
         if isinstance(query_stopwords, LanguageDefault):
             query_stopwords = CONVERSATIONAL_STOPWORDS if english else ()
         for arg, given in (("stopwords", stopwords), ("query_stopwords", query_stopwords)):

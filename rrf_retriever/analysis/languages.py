@@ -5,7 +5,10 @@ small stopword lists. Pure (no I/O); :mod:`rrf_retriever.analysis.analyzer` buil
   :func:`tokenize` (runs of Unicode letters and digits), re-exported by :mod:`rrf_retriever.analysis.analyzer`.
 
 * :data:`LANGUAGES`: the Snowball stemmers PyStemmer ships (its ``porter`` is English, the default), reachable by
-  name or ISO 639-1 code (``"de"`` -> ``"german"``) through :func:`language_name`.
+  name or ISO 639-1 code (``"de"`` -> ``"german"``) through :func:`language_name`. :data:`CJK_LANGUAGES` (their
+  text is cut into bigrams; Latin words among it are analysed as English) and :data:`UNSTEMMED_LANGUAGES`
+  (languages the corpus-language detector names that Snowball has no stemmer for: no stemming) are languages too,
+  so an analyzer records the language of its corpus whatever it is.
 * :data:`STOPWORDS`: short, conservative stopword lists written for this project (the most frequent function
   words; Lucene-sized, not the long Snowball lists) for German, French, Spanish, Italian, Portuguese and Dutch.
   Every other language gets none: BM25's IDF already makes its frequent words cheap.
@@ -33,9 +36,11 @@ from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing
 from rrf_retriever.validate import check_str
 
 __all__ = [
+    "CJK_LANGUAGES",
     "LANGUAGES",
     "LANGUAGE_DEFAULT",
     "STOPWORDS",
+    "UNSTEMMED_LANGUAGES",
     "LanguageDefault",
     "cjk_bigrams",
     "cjk_segments",
@@ -57,6 +62,14 @@ LANGUAGES: tuple[str, ...] = (
 )  # fmt: skip
 
 
+#: Written without spaces between words: every analyzer cuts their text into character bigrams (``cjk_bigrams``);
+#: ``Analyzer(language="chinese")`` is the English default analyzer (for the Latin words mixed in) that says so.
+CJK_LANGUAGES: tuple[str, ...] = ("chinese", "japanese", "korean")
+
+#: Languages without a Snowball stemmer that the corpus-language detector tells apart: analyzed without stemming.
+UNSTEMMED_LANGUAGES: tuple[str, ...] = ("bulgarian", "hebrew", "persian", "ukrainian")
+
+
 class LanguageDefault(enum.Enum):
     """The marker of an analyzer argument left to its language (its stemmer, stopwords, query stopwords)."""
 
@@ -76,9 +89,9 @@ _CODES = {
     "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian", "ne": "nepali",
     "no": "norwegian", "nb": "norwegian", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian",
     "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+    "zh": "chinese", "ja": "japanese", "ko": "korean", "bg": "bulgarian", "he": "hebrew", "fa": "persian",
+    "uk": "ukrainian",
 }  # fmt: skip
-
-_CJK_LANGUAGES = {"chinese", "japanese", "korean", "zh", "ja", "ko", "cjk"}
 
 # Hand-written for this project: each language's most frequent articles, pronouns, prepositions, conjunctions and
 # auxiliaries. Diacritics as written; :func:`stopwords_for` adds the folded forms (``für`` and ``fur``).
@@ -116,31 +129,26 @@ STOPWORDS: dict[str, frozenset[str]] = {name: _with_folded(words) for name, word
 
 
 def language_name(language: str) -> str:
-    """The Snowball name of ``language`` (a name or an ISO 639-1 code, any case).
+    """The name of ``language`` (a name or an ISO 639-1 code, any case): a Snowball language, or one of
+    :data:`CJK_LANGUAGES` or :data:`UNSTEMMED_LANGUAGES`.
 
     Raises:
         InvalidTypeError: not a string.
-        InvalidArgumentError: not a language PyStemmer stems (Chinese, Japanese and Korean need no language:
-            every analyzer cuts their text into bigrams).
+        InvalidArgumentError: not a language the analyzer knows.
 
     Example:
-        >>> language_name("French"), language_name("pt")
-        ('french', 'portuguese')
+        >>> language_name("French"), language_name("pt"), language_name("zh")
+        ('french', 'portuguese', 'chinese')
     """
     if not isinstance(language, str):
         msg = f"language must be a language name such as 'german', not {type(language).__name__}"
         raise InvalidTypeError(msg)
     key = language.strip().lower()
     name = _CODES.get(key, key)
-    if name in LANGUAGES:
+    if name in LANGUAGES or name in CJK_LANGUAGES or name in UNSTEMMED_LANGUAGES:
         return name
-    if key in _CJK_LANGUAGES:
-        msg = (
-            f"language {language!r}: Chinese, Japanese and Korean need no language setting; every analyzer "
-            "cuts CJK text into character bigrams (cjk_bigrams=True, the default)"
-        )
-        raise InvalidArgumentError(msg)
-    msg = f"unknown language {language!r}; use one of {', '.join(LANGUAGES)} (or its ISO 639-1 code)"
+    known = sorted((*LANGUAGES, *CJK_LANGUAGES, *UNSTEMMED_LANGUAGES))
+    msg = f"unknown language {language!r}; use one of {', '.join(known)} (or its ISO 639-1 code)"
     raise InvalidArgumentError(msg)
 
 

@@ -93,7 +93,8 @@ def index_command(
                    "(plumbing only). An existing index keeps its own; naming another is an error."),
     language: str | None = typer.Option(
         None, help="Keyword analyzer language of a new index ('german', 'french', 'es', ...: Snowball stemming and "
-                   "stopwords). Default English; CJK text is cut into bigrams either way. An index keeps its own."),
+                   "stopwords; 'english' to skip detection). Default: detected on the first 500 documents "
+                   "(English when unsure); CJK text is cut into bigrams either way. An index keeps its own."),
     keyword: str | None = typer.Option(
         None, help="Keyword store of a new index: qdrant-edge (default), fts5, bm25, qdrant. An index keeps its own."),
     dense: str | None = typer.Option(
@@ -104,17 +105,27 @@ def index_command(
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id). A folder is synced: the documents
     of its files deleted or emptied since the last run are deleted."""
+    from itertools import chain, islice
+
+    from rrf_retriever.analysis.detect import DEFAULT_SAMPLE, detect_language
     from rrf_retriever.index.directory import create_index
-    from rrf_retriever.index.manifest import refresh_manifest, save_manifest
+    from rrf_retriever.index.manifest import MANIFEST_FILE, refresh_manifest, save_manifest
 
     with _user_errors():
         found = read_documents(path)  # a jsonl is checked whole first: a bad line writes nothing
+        rows, detection = found.rows, None
+        if language is None and not (index_dir / MANIFEST_FILE).exists():  # a new index: its corpus's language
+            head = list(islice(rows, DEFAULT_SAMPLE))
+            detection = detect_language([text for _, text, _ in head])
+            language, rows = detection.language, chain(head, rows)
+            console.print(f"keyword analyzer language: {detection.language} ({detection.reason})", highlight=False)
         engine = create_index(index_dir, embedder=embedder, analyzer=language, keyword=keyword, dense=dense, url=url)
         try:
-            done, _ = index_documents(engine, found.total, found.rows)
+            done, _ = index_documents(engine, found.total, rows)
             # after the upsert: an interrupted run deletes nothing
             removed = sync_folder(engine, found.folder_ids) if found.folder_ids is not None else 0
-            manifest = save_manifest(index_dir, engine)
+            extra = {} if detection is None else {"language_detection": detection.as_dict()}
+            manifest = save_manifest(index_dir, engine, **extra)
         except BaseException:
             # Interrupted (Ctrl-C, a bad document): the manifest still counts what the stores really hold.
             with suppress(Exception):

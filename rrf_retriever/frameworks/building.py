@@ -13,16 +13,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer
+from rrf_retriever.analysis.detect import DEFAULT_SAMPLE, LanguageDetection, detect_language
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.index.directory import IndexStores, open_stores
-from rrf_retriever.index.manifest import JOURNAL_FILE, with_saved_settings
+from rrf_retriever.index.manifest import JOURNAL_FILE, MANIFEST_FILE, refresh_manifest, with_saved_settings
 from rrf_retriever.index.registry import (
     DEFAULT_COLLECTION,
     DEFAULT_KEYWORD_STORE,
@@ -32,7 +34,18 @@ from rrf_retriever.index.registry import (
 )
 from rrf_retriever.validate import check_mapping
 
-__all__ = ["WEIGHTS_ARE", "BuiltStores", "engine_from_sources", "stores_from_arguments"]
+__all__ = [
+    "WEIGHTS_ARE",
+    "BuiltStores",
+    "corpus_language",
+    "detected_analyzer",
+    "document_sample",
+    "engine_from_sources",
+    "record_detection",
+    "stores_from_arguments",
+]
+
+logger = logging.getLogger(__name__)
 
 #: How a ``weights`` mapping is described in its error messages.
 WEIGHTS_ARE = "source name to weight"
@@ -139,3 +152,56 @@ def stores_from_arguments(
     kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
     kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
     return BuiltStores(dense=stores.dense, keyword=stores.keyword, index=stores, kwargs=kwargs)
+
+
+def detected_analyzer(
+    texts: Sequence[Any], *, analyzer: Analyzer | None, keyword: Any, path: str | Path | None, url: str | None
+) -> tuple[Analyzer | None, LanguageDetection | None]:
+    """The analyzer of the keyword store ``from_texts`` builds: the one asked for, else one for the language
+    detected on ``texts`` (:func:`~rrf_retriever.analysis.detect.detect_language`).
+
+    Nothing is detected (the analyzer is returned as given, None: the store's own or the default) when an analyzer
+    was given, there are no texts, the keyword store is an object (it has its analyzer), the index at ``path``
+    exists (it keeps its analyzer), or the stores live on a Qdrant server (``url``: its collection may exist).
+
+    Example:
+        >>> analyzer, found = detected_analyzer(["Der Hund ist nicht im Haus."], analyzer=None, keyword=None,
+        ...                                     path=None, url=None)
+        >>> analyzer.language, found.reason
+        ('german', 'german: 1 of 1 latin-script texts that decided (function words); latin is 1 of 1 texts')
+    """
+    if analyzer is not None or not texts or url is not None or (keyword is not None and not isinstance(keyword, str)):
+        return analyzer, None
+    if path is not None and Path(path).is_dir() and any(Path(path).iterdir()):
+        return None, None
+    found = detect_language(texts)
+    logger.info("corpus language: %s (%s)", found.language, found.reason)
+    return found.analyzer(), found
+
+
+def document_sample(documents: Sequence[Any], text_of: Callable[[Any], str]) -> list[str]:
+    """The texts of the documents :func:`~rrf_retriever.analysis.detect.sample_texts` would read."""
+    n = len(documents)
+    picked = documents if n <= DEFAULT_SAMPLE else [documents[i * n // DEFAULT_SAMPLE] for i in range(DEFAULT_SAMPLE)]
+    return [text_of(d) for d in picked]
+
+
+def record_detection(root: str | Path | None, engine: HybridEngine, found: LanguageDetection | None) -> None:
+    """Save what the language detection found in the index manifest at ``root`` (key ``language_detection``)."""
+    if root is not None and found is not None and (Path(root) / MANIFEST_FILE).exists():
+        refresh_manifest(root, engine, language_detection=found.as_dict())
+
+
+def corpus_language(engine: HybridEngine) -> str | None:
+    """The language of the engine's keyword store's analyzer (``"english"`` for the default), None without one.
+
+    Example:
+        >>> from rrf_retriever.stores.bm25.store import BM25KeywordStore
+        >>> corpus_language(HybridEngine({"keyword": BM25KeywordStore(analyzer=Analyzer(language="de"))}))
+        'german'
+    """
+    leg = engine.legs.get("keyword")
+    analyzer = getattr(getattr(leg, "store", None), "analyzer", None)
+    if not isinstance(analyzer, Analyzer):
+        return None
+    return analyzer.language or "english"

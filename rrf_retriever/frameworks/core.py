@@ -23,7 +23,15 @@ from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, RetrievalSe
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, check_option_names, resolve_top_k
 from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidTypeError
-from rrf_retriever.frameworks.building import WEIGHTS_ARE, engine_from_sources, stores_from_arguments
+from rrf_retriever.frameworks.building import (
+    WEIGHTS_ARE,
+    corpus_language,
+    detected_analyzer,
+    document_sample,
+    engine_from_sources,
+    record_detection,
+    stores_from_arguments,
+)
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
 from rrf_retriever.frameworks.results import check_id_key, content_ids
@@ -194,16 +202,20 @@ class RetrieverCore:
                 ``location`` (default ``":memory:"``), else in ``path``.
             analyzer: The keyword analyzer of the store built here: an :class:`~.analysis.analyzer.Analyzer` or a
                 language name (``analyzer="german"`` is ``Analyzer(language="german")``: Snowball stemming and
-                stopwords). Default: English (Porter); CJK text is cut into bigrams either way. An index at ``path``
-                remembers it (its manifest and store); reopening with another is an error, None uses the index's.
+                stopwords; ``analyzer="english"``: English without detection). Default (None): the language
+                detected on ``texts`` (:func:`~rrf_retriever.analysis.detect.detect_language`; English when unsure
+                or without texts; recorded in the manifest as ``language_detection``). CJK text is cut into
+                bigrams either way. An index at ``path`` remembers it (its manifest and store); reopening with
+                another is an error, None uses the index's. :attr:`corpus_language` tells which it is.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
         embedding = resolve_embedding(embedding, kwargs)
+        chosen, found = detected_analyzer(texts, analyzer=as_analyzer(analyzer), keyword=keyword, path=path, url=url)
 
         def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry
             return stores_from_arguments(embedding, keyword=keyword, dense=dense, path=path,
                                          collection_name=collection_name, url=url, location=location,
-                                         api_key=api_key, analyzer=as_analyzer(analyzer), kwargs=dict(kwargs))
+                                         api_key=api_key, analyzer=chosen, kwargs=dict(kwargs))
 
         built = opening() if path is None else open_once(path, opening)
         try:
@@ -217,6 +229,7 @@ class RetrieverCore:
                 retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
             if built.index is not None:
                 refresh_manifest(built.index.root, retriever.engine)
+                record_detection(built.index.root, retriever.engine, found)
                 remember_open(built.index.root, retriever.engine)
         except BaseException:
             if built.index is not None:  # release the index (its locks) rather than leave it to the garbage collector
@@ -238,9 +251,15 @@ class RetrieverCore:
     @classmethod
     def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
+        found = None
+        if documents and kwargs.get("analyzer") is None:  # detect on the documents' texts, as from_texts does
+            sample = document_sample(documents, lambda d: cls._document_parts(d)[1])
+            kwargs["analyzer"], found = detected_analyzer(sample, analyzer=None, keyword=kwargs.get("keyword"),
+                                                          path=kwargs.get("path"), url=kwargs.get("url"))
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
             retriever.add_documents(documents)
+            record_detection(kwargs.get("path"), retriever.engine, found)
         return retriever
 
     # ---- writes -----------------------------------------------------------------------------------------
@@ -312,6 +331,17 @@ class RetrieverCore:
         """Stored documents by id, in the order asked (missing ids are skipped); metadata as results show it
         (LlamaIndex's ``_node_content`` and copies of ``ref_doc_id`` hidden; ``engine.get`` gives it raw)."""
         return [replace(r, metadata=public_metadata(r.metadata, r.id)) for r in self.engine.get(ids)]
+
+    @property
+    def corpus_language(self) -> str | None:
+        """The language of the keyword store's analyzer (``"english"`` for the default), detected at index time
+        unless given; None without a keyword store of ours.
+
+        Example:
+            >>> EnsembleRRFRetriever.from_texts(["Der Hund ist nicht im Haus."], emb).corpus_language  # doctest: +SKIP
+            'german'
+        """
+        return corpus_language(self.engine)
 
     # ---- settings -----------------------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "qdrant_layout": _text(non_empty=True),
     "qdrant_url": _text(optional=True),
     "settings": ("an object (the saved search settings) or null", _mapping),
+    "language_detection": ("an object (what the corpus-language detection found) or null", _mapping),
 }
 _ANALYZER_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "stopwords": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(w, str) for w in v)),

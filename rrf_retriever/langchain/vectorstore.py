@@ -42,6 +42,7 @@ from typing import Any
 
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.errors import InvalidArgumentError, missing_dependency
+from rrf_retriever.frameworks.building import detected_analyzer, record_detection
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
@@ -130,10 +131,15 @@ class RRFVectorStore(VectorStore):
     ) -> RRFVectorStore:
         """Build the embedded default stack around ``embedding`` and index ``texts`` (ids: given, else derived
         from the text and metadata, so a re-run upserts). ``kwargs``: see the class."""
+        found = None
+        if texts and kwargs.get("analyzer") is None:  # the keyword analyzer of the corpus's language
+            kwargs["analyzer"], found = detected_analyzer(list(texts), analyzer=None, keyword=kwargs.get("keyword"),
+                                                          path=kwargs.get("path"), url=kwargs.get("url"))
         store = cls(embedding, **kwargs)
         if texts:
             try:
                 store.add_texts(texts, metadatas, ids=ids)
+                record_detection(kwargs.get("path"), store.retriever.engine, found)
             except BaseException:
                 store.close()
                 raise

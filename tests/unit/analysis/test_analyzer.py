@@ -322,19 +322,33 @@ def test_a_language_without_a_shipped_stopword_list_drops_none() -> None:
     assert Analyzer(language="finnish").stopwords == frozenset()
 
 
-def test_unknown_or_cjk_language_names_are_our_errors() -> None:
+def test_unknown_language_names_are_our_errors() -> None:
     with pytest.raises(InvalidArgumentError, match="unknown language"):
         Analyzer(language="klingon")
-    with pytest.raises(InvalidArgumentError, match="bigrams"):
-        Analyzer(language="chinese")
     with pytest.raises(InvalidTypeError):
         Analyzer(language=3)  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
         Analyzer(cjk_bigrams="yes")  # type: ignore[arg-type]
 
 
+def test_a_cjk_language_is_the_english_analysis_under_its_own_name() -> None:
+    for name, code in (("chinese", "zh"), ("japanese", "ja"), ("korean", "ko")):
+        a = Analyzer(language=code)
+        assert a.language == name
+        assert a.analyze("東京都庁 configuring") == Analyzer().analyze("東京都庁 configuring")
+        assert a != Analyzer()  # another language: an index of one refuses the other
+
+
+def test_a_language_without_a_snowball_stemmer_does_not_stem() -> None:
+    for name in ("hebrew", "persian", "ukrainian", "bulgarian"):
+        a = Analyzer(language=name)
+        assert a.language == name and a.stem is None and a.stopwords == frozenset()
+    assert Analyzer(language="uk").analyze("Київ столиця України") == ["київ", "столиця", "україни"]
+
+
 def test_language_and_cjk_settings_round_trip_through_config() -> None:
-    for a in (Analyzer(language="german"), Analyzer(language="french", cjk_bigrams=False), Analyzer()):
+    for a in (Analyzer(language="german"), Analyzer(language="french", cjk_bigrams=False), Analyzer(),
+              Analyzer(language="chinese"), Analyzer(language="hebrew")):
         assert Analyzer.from_config(a.config()) == a
         assert Analyzer.from_config(a.config()).language == a.language
 
