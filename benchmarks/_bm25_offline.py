@@ -11,6 +11,7 @@ Factors (a :class:`Variant`):
 * ``k1``, ``b``; ``avgdl_scale`` (avgdl x this: a frozen, wrong avgdl);
 * ``k3``: query-term saturation ``qtf * (k3 + 1) / (qtf + k3)`` (0: each term once, inf: raw counts) and
   ``short_once``: queries of at most this many distinct terms count each term once (else ``k3``);
+  ``k3_per_term``: k3 = this x the query's distinct terms (short queries saturate, long ones count);
 * ``collide``: term ids as the sparse leg hashes them (distinct terms sharing an id share a posting list).
 """
 
@@ -38,6 +39,7 @@ class Variant:
     b: float = 0.75
     k3: float = INF
     short_once: int = 0
+    k3_per_term: float = 0.0
     avgdl_scale: float = 1.0
     collide: bool = False
 
@@ -132,7 +134,9 @@ class OfflineBM25:
                 continue
             cols = np.fromiter(counts, dtype=np.int64)
             qtf = np.array([counts[c] for c in cols], dtype=np.float64)
-            k3 = 0.0 if v.short_once and len(cols) <= v.short_once else v.k3
+            k3 = v.k3_per_term * len(cols) if v.k3_per_term else v.k3
+            if v.short_once and len(cols) <= v.short_once:
+                k3 = 0.0
             w = qtf_weight(qtf, k3) * idf_all[cols]
             scores = np.asarray(mat[:, cols] @ w).ravel()
             if exclude is not None and exclude[qi] is not None:
