@@ -115,6 +115,38 @@ class OfflineBM25:
             self._sat[key] = sparse.csc_matrix((vals, (tf.row, cols)), shape=tf.shape)
         return self._sat[key]
 
+    def search_rm3(self, v: Variant, depth: int, exclude: Sequence[int | None] | None, fb_docs: int = 10,
+                   fb_terms: int = 20, lam: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+        """RM3 pseudo-relevance feedback over :meth:`search` (as Anserini's): the first pass's top ``fb_docs``
+        documents, ``P(t|R) = sum_d score_d * tf(t,d) / dl_d`` (scores normalised to sum 1), its top ``fb_terms``
+        terms; the new query is ``(1 - lam) * q / |q| + lam * P(t|R)`` (q: the query's term weights), scored by
+        the same BM25 (each weight times IDF times the saturated tf)."""
+        first, first_sc = self.search(v, fb_docs, exclude)
+        rows = self.tf.tocsr()
+        dl = np.maximum(self.lengths["terms"], 1.0)
+        weights: list[dict[int, float]] = []
+        for qi, terms in enumerate(self.queries):
+            base = self._query_weights(v.but(collide=False), terms)
+            if not base:
+                weights.append({})
+                continue
+            total = sum(base.values())
+            q = {c: (1.0 - lam) * w / total for c, w in base.items()}
+            docs = [d for d in first[qi] if d >= 0]
+            if docs:
+                ds = first_sc[qi, : len(docs)] / first_sc[qi, : len(docs)].sum()
+                rel: dict[int, float] = {}
+                for d, s in zip(docs, ds):
+                    row = rows[d]
+                    for col, tf in zip(row.indices, row.data):
+                        rel[int(col)] = rel.get(int(col), 0.0) + s * tf / dl[d]
+                top = sorted(rel.items(), key=lambda kv: -kv[1])[:fb_terms]
+                norm = sum(p for _c, p in top) or 1.0
+                for col, p in top:
+                    q[col] = q.get(col, 0.0) + lam * p / norm
+            weights.append(q)
+        return self._score(v, depth, exclude, weights)
+
     def search(self, v: Variant, depth: int, exclude: Sequence[int | None] | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
         """Every query's top ``depth`` (doc indexes padded -1, scores), ties by document index."""
@@ -124,20 +156,33 @@ class OfflineBM25:
         else:
             df = self.df
         idf_all = self._idf(v.idf, np.maximum(df, 1.0))
-        nq = len(self.queries)
+        return self._rank(mat, idf_all, depth, exclude, [self._query_weights(v, terms) for terms in self.queries])
+
+    def _query_weights(self, v: Variant, terms: Sequence[str]) -> dict[int, float]:
+        col_of = self.id_col if v.collide else self.vocab
+        counts = Counter(col_of[t] for t in terms if t in col_of)
+        if not counts:
+            return {}
+        k3 = v.k3_per_term * len(counts) if v.k3_per_term else v.k3
+        if v.short_once and len(counts) <= v.short_once:
+            k3 = 0.0
+        qtf = np.array(list(counts.values()), dtype=np.float64)
+        return dict(zip(counts, qtf_weight(qtf, k3)))
+
+    def _score(self, v: Variant, depth: int, exclude: Sequence[int | None] | None,
+               weights: list[dict[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+        return self._rank(self._saturated(v), self._idf(v.idf, np.maximum(self.df, 1.0)), depth, exclude, weights)
+
+    def _rank(self, mat: sparse.csc_matrix, idf_all: np.ndarray, depth: int, exclude: Sequence[int | None] | None,
+              weights: list[dict[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+        nq = len(weights)
         idx = np.full((nq, depth), -1, dtype=np.int32)
         sc = np.zeros((nq, depth), dtype=np.float64)
-        for qi, terms in enumerate(self.queries):
-            col_of = self.id_col if v.collide else self.vocab
-            counts = Counter(col_of[t] for t in terms if t in col_of)
-            if not counts:
+        for qi, qw in enumerate(weights):
+            if not qw:
                 continue
-            cols = np.fromiter(counts, dtype=np.int64)
-            qtf = np.array([counts[c] for c in cols], dtype=np.float64)
-            k3 = v.k3_per_term * len(cols) if v.k3_per_term else v.k3
-            if v.short_once and len(cols) <= v.short_once:
-                k3 = 0.0
-            w = qtf_weight(qtf, k3) * idf_all[cols]
+            cols = np.fromiter(qw, dtype=np.int64)
+            w = np.array([qw[c] for c in cols]) * idf_all[cols]
             scores = np.asarray(mat[:, cols] @ w).ravel()
             if exclude is not None and exclude[qi] is not None:
                 scores[exclude[qi]] = 0.0
