@@ -18,7 +18,7 @@ real FTS5 store of our terms (same top 10). Each keyword leg alone (nDCG@10) and
 shipped settings (weighted RRF, rrf_k 60, keyword weight 1.25, each leg fetching 40, top 10). Paired bootstrap 95%
 intervals (10,000 resamples of the queries). Leave-one-collection-out over the k3 family (and over it with lengths
 counted with stopwords): pick on four (best worst margin over the best anchor hybrid for the hybrid, over FTS5 alone
-for the keyword leg; ties within 1e-4 go to the best mean margin), report the left-out margin.
+for the keyword leg; ties within 1e-4 go to the best mean margin, then to the least change from today), report the left-out margin.
 
 Writes ``benchmarks/results/bm25_variants.json``; prints Markdown tables.
 """
@@ -48,7 +48,7 @@ FETCH, RRF_K, KW_WEIGHT, TOP = 40, 60.0, 1.25, 10
 ANALYZER = Analyzer()
 
 BASE = Variant()  # the sparse leg as shipped: Lucene IDF, analyzed lengths, raw query counts
-K3S = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 20.0, 100.0, INF]
+K3S = [INF, 100.0, 20.0, 8.0, 5.0, 3.0, 2.0, 1.5, 1.0, 0.5, 0.0]  # least change from today first (LOCO ties)
 SHORT = [3, 5, 8, 10, 15, 20, 30]
 PER_TERM = [0.1, 0.25, 0.5, 1.0]
 RM3 = [(10, 10, 0.3), (10, 20, 0.5), (5, 10, 0.3), (10, 20, 0.3)]  # (feedback docs, terms, lambda)
@@ -65,6 +65,16 @@ def dedup_query(text: str) -> str:
             seen.add(key)
             out.append(term)
     return " ".join(out)
+
+
+#: The rows of the compact tables RESULTS.md shows (every row is in the full tables of the JSON).
+SUMMARY_ROWS = [
+    "fts5", "bm25s", "sparse", "IDF as FTS5", "lengths with stopwords", "IDF as FTS5 + lengths with stopwords",
+    "hashed term ids", "fts5 our terms", "k3=0", "k3=1", "k3=1.5", "k3=3", "k3=8", "once if <= 10 terms",
+    "once if <= 15 terms", "once if <= 20 terms", "once if <= 30 terms", "k3=0.1 x distinct terms",
+    "once if <= 20 terms + lengths with stopwords", "fts5 dedup", "fts5 once if <= 20 terms",
+    "RM3 10 docs, 20 terms, lambda 0.3",
+]
 
 
 def factor_variants() -> dict[str, Variant]:
@@ -272,12 +282,14 @@ def main() -> None:
     legs = ["keyword"] + (["hybrid"] if all(per[n]["hybrid"] for n in per) else [])
     rm3_rows = [f"RM3 {d} docs, {t} terms, lambda {lam:g}" for d, t, lam in RM3]
     factor_rows = ["fts5", "fts5 our terms", "bm25s", "sparse", *factor_variants(), *rm3_rows]
-    k3_rows = ["fts5", "fts5 dedup", *[f"fts5 once if <= {n} terms" for n in SHORT], *k3_variants()]
+    k3_rows = ["fts5", "fts5 dedup", *[f"fts5 once if <= {n} terms" for n in SHORT], *k3_variants(),
+               *combo_variants()]
     md: dict[str, str] = {}
     picks: dict[str, Any] = {}
     for leg in legs:
         md[f"factors_{leg}"] = table(factor_rows, per, leg, "sparse (offline)")
         md[f"k3_{leg}"] = table(k3_rows, per, leg, "k3=inf")
+        md[f"summary_{leg}"] = table(SUMMARY_ROWS, per, leg, "sparse")
         anchor = ({n: per[n]["best_anchor"] for n in per} if leg == "hybrid"
                   else {n: per[n]["keyword"]["fts5"] for n in per})
         if len(per) < 3:

@@ -67,7 +67,7 @@ def test_k3_zero_is_each_term_once(terms: list[str]) -> None:
 
 @given(TERMS)
 def test_k3_inf_is_the_raw_counts(terms: list[str]) -> None:
-    indices, values = query_vector(terms, k3=math.inf)
+    indices, values = query_vector(terms, k3=math.inf, short_query_terms=0)
     assert dict(zip(indices, values)) == {term_id(t): float(terms.count(t)) for t in set(terms)}
     assert query_vector(terms) == query_vector(terms, k3=DEFAULT_K3, short_query_terms=DEFAULT_SHORT_QUERY_TERMS)
 
@@ -78,7 +78,7 @@ def test_short_queries_count_each_term_once(terms: list[str], short: int, k3: fl
     if len(set(terms)) <= short:
         assert got == query_vector(terms, k3=0.0)
     else:
-        assert got == query_vector(terms, k3=k3)
+        assert got == query_vector(terms, k3=k3, short_query_terms=0)
 
 
 @pytest.mark.parametrize("bad", [-1, -0.5, math.nan, -math.inf])
@@ -117,7 +117,7 @@ def ranking(store: object, query: str = QUERY) -> list[tuple[str, float]]:
 
 
 def test_edge_store_k3_zero_ranks_as_the_deduplicated_query() -> None:
-    with QdrantEdgeKeywordStore(k3=0) as once, QdrantEdgeKeywordStore() as raw:
+    with QdrantEdgeKeywordStore(k3=0) as once, QdrantEdgeKeywordStore(short_query_terms=0) as raw:
         once.add(IDS, TEXTS)
         raw.add(IDS, TEXTS)
         assert ranking(once) == ranking(raw, "solar wind farms")
@@ -126,7 +126,7 @@ def test_edge_store_k3_zero_ranks_as_the_deduplicated_query() -> None:
 
 def test_short_query_terms_counts_once_up_to_the_bound() -> None:
     with QdrantEdgeKeywordStore(short_query_terms=3) as short, QdrantEdgeKeywordStore(k3=0) as once, \
-            QdrantEdgeKeywordStore() as raw:
+            QdrantEdgeKeywordStore(short_query_terms=0) as raw:
         for store in (short, once, raw):
             store.add(IDS, TEXTS)
         assert ranking(short) == ranking(once)  # 3 distinct terms: once
@@ -136,13 +136,25 @@ def test_short_query_terms_counts_once_up_to_the_bound() -> None:
 
 def test_k3_between_lies_between_once_and_raw_on_qdrant_client_local() -> None:
     client = QdrantClient(location=":memory:")
-    stores = {k3: QdrantKeywordStore(client=client, collection_name=f"kw{i}", k3=k3)
+    stores = {k3: QdrantKeywordStore(client=client, collection_name=f"kw{i}", k3=k3, short_query_terms=0)
               for i, k3 in enumerate((0.0, 1.0, math.inf))}
     for store in stores.values():
         store.add(IDS, TEXTS)
     score = {k3: dict(ranking(s))["a"] for k3, s in stores.items()}  # "a" holds solar twice, no wind or farms
     assert score[0.0] < score[1.0] < score[math.inf]
     assert score[1.0] == pytest.approx(score[0.0] * query_term_weight(2, 1.0), rel=1e-5)
+
+
+def test_default_counts_a_short_query_once_and_a_long_one_raw() -> None:
+    assert DEFAULT_SHORT_QUERY_TERMS == 20
+    short, long_query = ["a", "a", "b"], ["a", "a", *[f"t{i}" for i in range(20)]]
+    assert query_vector(short) == query_vector(short, k3=0.0)
+    assert query_vector(long_query) == query_vector(long_query, k3=math.inf, short_query_terms=0)
+    with QdrantEdgeKeywordStore() as default, QdrantEdgeKeywordStore(k3=0) as once:
+        default.add(IDS, TEXTS)
+        once.add(IDS, TEXTS)
+        assert default.short_query_terms == 20
+        assert ranking(default) == ranking(once)
 
 
 def test_joint_store_keyword_leg_takes_the_settings() -> None:
