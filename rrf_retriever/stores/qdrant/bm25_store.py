@@ -28,7 +28,15 @@ from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.ops import Op, Steps
 from rrf_retriever.stores.qdrant.points import ExcludeIds, Point, point_id
 from rrf_retriever.stores.qdrant.reweight import mean_length_steps, rewrite_steps
-from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, DocumentTerms, query_vector
+from rrf_retriever.stores.qdrant.sparse_values import (
+    DEFAULT_K3,
+    DEFAULT_SHORT_QUERY_TERMS,
+    DEFAULT_TITLE_WEIGHT,
+    DocumentTerms,
+    check_k3,
+    check_short_query_terms,
+    query_vector,
+)
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import check_limit, check_str
 
@@ -46,6 +54,10 @@ class Bm25Store(QdrantStore):
         k1, b: BM25 term saturation and length normalisation (None: the saved ones, else 1.2 and 0.75).
         avgdl: The average document length to normalise by, fixed for good; None: frozen at the first write.
         title_weight: The weight of ``metadata["title"]`` as its own field (None: the saved one, else 2.0).
+        k3: Query-term saturation ``qtf * (k3 + 1) / (qtf + k3)`` (``math.inf``: a repeated query term counts
+            again each time; 0: once). Query-time only: not saved, any value on any collection.
+        short_query_terms: A query of at most this many distinct terms counts each term once (0: never).
+            Query-time only, like ``k3``.
         live_idf: Ask Qdrant for the IDF of the live points where its statistics may count deleted ones.
         auto_reweight: Re-freeze avgdl as the collection grows (never with ``avgdl=``).
         batch_size, index_keys, max_auto_indexes: As for every Qdrant store.
@@ -66,7 +78,13 @@ class Bm25Store(QdrantStore):
         batch_size: int,
         index_keys: Sequence[str],
         max_auto_indexes: int,
+        k3: float = DEFAULT_K3,
+        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
     ) -> None:
+        #: Query-term saturation (query time only; see the class docstring).
+        self.k3 = check_k3(k3)
+        #: Queries of at most this many distinct terms count each term once (query time only).
+        self.short_query_terms = check_short_query_terms(short_query_terms)
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(analyzer).__name__}"
             raise InvalidTypeError(msg)
@@ -122,7 +140,8 @@ class Bm25Store(QdrantStore):
         return new
 
     def _describe(self) -> str:
-        return f"k1={self.k1:g}, b={self.b:g}, avgdl={self.avgdl}"
+        return (f"k1={self.k1:g}, b={self.b:g}, avgdl={self.avgdl}, k3={self.k3:g}, "
+                f"short_query_terms={self.short_query_terms}")
 
     # -- what the collection holds -----------------------------------------------------------------------
     def _known(self) -> bool:
@@ -255,6 +274,6 @@ class Bm25Store(QdrantStore):
         query_filter = yield from self._scope_steps(scope)
         if query_filter is NOTHING:
             return []  # e.g. an empty any-of: nothing can match
-        indices, values = query_vector(terms)
+        indices, values = query_vector(terms, k3=self.k3, short_query_terms=self.short_query_terms)
         sparse = SparseQuery(indices, values, limit, query_filter, self.live_idf)
         return (yield from self._top_steps(sparse, limit, positive=True))

@@ -25,6 +25,7 @@ from rrf_retriever.stores.qdrant.dense import DenseKind
 from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH
+from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_K3, DEFAULT_SHORT_QUERY_TERMS
 
 __all__ = ["QdrantDenseStore", "QdrantHybridStore", "QdrantKeywordStore"]
 
@@ -180,6 +181,8 @@ class QdrantKeywordStore(_OnClient, KeywordKind):
         title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
+        k3: float = DEFAULT_K3,
+        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
         async_client: Any = None,
         batch_size: int = UPSERT_BATCH,
         index_keys: Sequence[str] = (),
@@ -187,8 +190,8 @@ class QdrantKeywordStore(_OnClient, KeywordKind):
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
-            max_auto_indexes=max_auto_indexes,
+            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
+            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self._open(ClientBackend(
             KEYWORD_LAYOUT, type(self).__name__, client=client, location=location, path=path, url=url,
@@ -211,7 +214,7 @@ class QdrantHybridStore(_OnClient, JointKind):
         shard_number, replication_factor, write_consistency_factor: Passed to ``create_collection`` when this
             store creates the collection (a cluster: see ``deploy/README.md``); None keeps the server's default.
             An existing collection keeps its own.
-        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
             :class:`QdrantKeywordStore`.
         async_client: An ``AsyncQdrantClient`` on the same server, for native async twins.
         batch_size: Points per upsert request.
@@ -251,6 +254,8 @@ class QdrantHybridStore(_OnClient, JointKind):
         title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
+        k3: float = DEFAULT_K3,
+        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
         async_client: Any = None,
         batch_size: int = UPSERT_BATCH,
         index_keys: Sequence[str] = (),
@@ -258,8 +263,8 @@ class QdrantHybridStore(_OnClient, JointKind):
     ) -> None:
         super().__init__(
             embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
-            max_auto_indexes=max_auto_indexes,
+            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
+            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         #: The ``create_collection`` settings of a collection this store creates (None: the server's default).
         self.cluster = {

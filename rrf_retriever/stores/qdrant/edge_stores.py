@@ -27,6 +27,7 @@ from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.ops import Op
 from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, Metadatas, Vectors
+from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_K3, DEFAULT_SHORT_QUERY_TERMS
 
 __all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore"]
 
@@ -190,7 +191,7 @@ class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
 
     Args:
         path: The store's directory (created if missing), or None for a temporary one.
-        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: As for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: As for
             :class:`~rrf_retriever.stores.qdrant.QdrantKeywordStore`.
         batch_size: Points per update operation.
         index_keys, max_auto_indexes: Payload indexes, as for the dense edge store.
@@ -219,14 +220,16 @@ class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
         title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
+        k3: float = DEFAULT_K3,
+        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
         batch_size: int = UPSERT_BATCH,
         index_keys: Any = (),
         max_auto_indexes: int = MAX_AUTO_INDEXES,
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
-            max_auto_indexes=max_auto_indexes,
+            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
+            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self._open(EdgeBackend(KEYWORD_LAYOUT, type(self).__name__, path, prefix="rrf-edge-kw-"))
 
@@ -242,7 +245,7 @@ class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
         embedding: The dense leg's embedding.
         path: The store's directory (created if missing), or None for a temporary one.
         exact, hnsw_ef: Dense search, as for :class:`QdrantEdgeDenseStore`.
-        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
             :class:`QdrantEdgeKeywordStore`.
         batch_size, index_keys, max_auto_indexes: As for the edge stores.
 
@@ -273,14 +276,16 @@ class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
         title_weight: float | None = None,
         live_idf: bool = True,
         auto_reweight: bool = True,
+        k3: float = DEFAULT_K3,
+        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
         batch_size: int = UPSERT_BATCH,
         index_keys: Sequence[str] = (),
         max_auto_indexes: int = MAX_AUTO_INDEXES,
     ) -> None:
         super().__init__(
             embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
-            max_auto_indexes=max_auto_indexes,
+            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
+            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=exact,
                                hnsw_ef=hnsw_ef))

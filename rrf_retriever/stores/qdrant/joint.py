@@ -54,7 +54,7 @@ class JointKind(Bm25Store):
 
     Args:
         embedding: The dense leg's embedding (LangChain, LlamaIndex, a callable or an adapter).
-        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight: The BM25 leg, as for
+        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
             :class:`~rrf_retriever.stores.qdrant.bm25_store.Bm25Store`.
         batch_size, index_keys, max_auto_indexes: As for every Qdrant store.
     """
@@ -72,14 +72,16 @@ class JointKind(Bm25Store):
         title_weight: float | None,
         live_idf: bool,
         auto_reweight: bool,
+        k3: float,
+        short_query_terms: int,
         batch_size: int,
         index_keys: Sequence[str],
         max_auto_indexes: int,
     ) -> None:
         super().__init__(
             analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, batch_size=batch_size, index_keys=index_keys,
-            max_auto_indexes=max_auto_indexes,
+            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
+            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
         )
         self.embedding = as_embedding(embedding)
         #: The dense leg's view (writes both vectors).

@@ -15,8 +15,10 @@ The scheme (one analyzer for every keyword store: ours, client-side):
   ``metadata["title"]`` is a field of weight ``title_weight`` (default 2, as FTS5KeywordStore's):
   ``tf = tf_text + title_weight * tf_title``, ``dl`` the text's and the title's terms
   (:mod:`rrf_retriever.stores.qdrant.sparse_values`; a collection saved before the title field keeps the text only);
-* a query's value for ``t`` is how often ``t`` occurs in the query (1.0 for most terms; a repeated term counts
-  again, as bm25s and FTS5 count it), :func:`~rrf_retriever.stores.qdrant.sparse_values.query_vector`;
+* a query's value for ``t`` is BM25's saturated query-term count ``qtf * (k3 + 1) / (qtf + k3)``
+  (:func:`~rrf_retriever.stores.qdrant.sparse_values.query_vector`): by default a query of at most 20 distinct
+  terms counts each term once, a longer one (a pasted paragraph) counts a repeated term again (``k3 = inf``, as
+  bm25s and FTS5 count it); ``k3`` and ``short_query_terms`` are the stores' query-time settings;
 * the sparse vector (named ``"bm25"``) is declared with ``Modifier.IDF``: at query time Qdrant multiplies each
   query value by ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's IDF, bm25s ``method="lucene"``),
   ``N`` the points holding the vector, ``df`` those holding ``t``. Both engines apply it (qdrant-client 1.20
@@ -70,7 +72,7 @@ Example:
     >>> indices, values = document_vector(["red", "red", "car"], k1=1.2, b=0.75, avgdl=3.0)
     >>> dict(zip(indices, [round(v, 4) for v in values])) == {term_id("red"): 1.375, term_id("car"): 1.0}
     True
-    >>> query_vector(["red", "car", "red"]) == (sorted([term_id("red"), term_id("car")]),
+    >>> query_vector(["red", "car", "red"], short_query_terms=0) == (sorted([term_id("red"), term_id("car")]),
     ...     [2.0 if i == term_id("red") else 1.0 for i in sorted([term_id("red"), term_id("car")])])
     True
 """

@@ -19,22 +19,28 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer
-from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
+    "DEFAULT_K3",
+    "DEFAULT_SHORT_QUERY_TERMS",
     "DEFAULT_TITLE_WEIGHT",
     "EMPTY_DOCUMENT_INDEX",
     "TITLE_KEY",
     "DocumentTerms",
     "analyze_document",
+    "check_k3",
+    "check_short_query_terms",
     "document_length",
     "document_vector",
+    "query_term_weight",
     "query_vector",
     "term_id",
 ]
@@ -46,6 +52,13 @@ TITLE_KEY = "title"
 #: The title's weight in a new store (FTS5KeywordStore's default: the best of 1-4 on SciFact train).
 DEFAULT_TITLE_WEIGHT = 2.0
 _TERM_MASK = 0x7FFFFFFF
+#: BM25's query-term saturation ``k3`` of a new store: ``inf`` counts a repeated query term again and again (as
+#: bm25s and FTS5 do); measured in ``benchmarks/RESULTS.md`` ("Keyword leg: query-term saturation and exact BM25").
+DEFAULT_K3 = math.inf
+#: A query of at most this many distinct terms counts each term once (k3 = 0), a longer one by ``k3``: the one
+#: setting every leave-one-collection-out fold picked for the hybrid (SciFact +0.004, MED +0.010, CACM +0.002, NPL
+#: +0.005, ArguAna's long queries unchanged; the keyword leg alone loses CACM 0.030).
+DEFAULT_SHORT_QUERY_TERMS = 20
 
 #: A document's analyzed text terms and title terms ([] without a title).
 DocumentTerms = tuple[list[str], list[str]]
@@ -126,13 +139,67 @@ def document_vector(
     return indices, [weights[i] for i in indices]
 
 
-def query_vector(terms: Iterable[str]) -> tuple[list[int], list[float]]:
-    """A query's sparse vector: each term's count (Qdrant multiplies it by the term's IDF).
+def check_k3(value: object) -> float:
+    """A query-term saturation ``k3`` as a float: a number >= 0, ``math.inf`` allowed (raw counts).
+
+    Example:
+        >>> check_k3(2), check_k3(float("inf"))
+        (2.0, inf)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"k3 must be a number, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        msg = f"k3 must be a number >= 0 (math.inf: raw counts), got {value!r}"
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def check_short_query_terms(value: object) -> int:
+    """How many distinct terms a query may have and still count each term once: an int >= 0 (0: never).
+
+    Example:
+        >>> check_short_query_terms(20)
+        20
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"short_query_terms must be an integer, not {type(value).__name__}"
+        raise InvalidTypeError(msg)
+    if value < 0:
+        msg = f"short_query_terms must be >= 0, got {value}"
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def query_term_weight(qtf: float, k3: float) -> float:
+    """BM25's query-term saturation of a term that occurs ``qtf`` (>= 1) times in the query:
+    ``qtf * (k3 + 1) / (qtf + k3)``. ``k3 = 0`` counts each term once (1.0), ``k3 = inf`` is the raw count;
+    between, it rises with ``qtf`` towards ``k3 + 1``.
+
+    Example:
+        >>> query_term_weight(3, 0.0), query_term_weight(3, math.inf), query_term_weight(3, 1.0)
+        (1.0, 3.0, 1.5)
+    """
+    if math.isinf(k3):
+        return float(qtf)
+    return qtf * (k3 + 1.0) / (qtf + k3)
+
+
+def query_vector(
+    terms: Iterable[str], *, k3: float = DEFAULT_K3, short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS
+) -> tuple[list[int], list[float]]:
+    """A query's sparse vector: each term's :func:`query_term_weight` (Qdrant multiplies it by the term's IDF).
+
+    A query of at most ``short_query_terms`` distinct terms counts each term once, whatever ``k3``.
 
     Example:
         >>> query_vector([])
         ([], [])
+        >>> query_vector(["a", "a"])[1], query_vector(["a", "a"], short_query_terms=0)[1]
+        ([1.0], [2.0])
     """
     counts = Counter(term_id(t) for t in terms)
     indices = sorted(counts)
-    return indices, [float(counts[i]) for i in indices]
+    saturation = 0.0 if len(counts) <= short_query_terms else k3
+    return indices, [query_term_weight(counts[i], saturation) for i in indices]

@@ -100,7 +100,7 @@ def test_document_values_are_saturated_tf_and_query_values_count_terms() -> None
     assert document_vector([], k1=1.2, b=0.75, avgdl=None) == ([EMPTY_DOCUMENT_INDEX], [1.0])
     with pytest.raises(InvalidArgumentError):
         document_vector(["x"], k1=1.2, b=0.75, avgdl=None)
-    q_indices, q_values = query_vector(["red", "car", "red"])
+    q_indices, q_values = query_vector(["red", "car", "red"], short_query_terms=0)
     assert dict(zip(q_indices, q_values)) == {term_id("red"): 2.0, term_id("car"): 1.0}
 
 
@@ -123,7 +123,7 @@ def test_scores_equal_bm25s_times_k1_plus_1_after_one_batch(kind: str, tmp_path:
     ids = [f"d{i}" for i in range(len(TEXTS))]
     reference = BM25KeywordStore()
     reference.add(ids, TEXTS)
-    store = _open(kind, tmp_path)
+    store = _open(kind, tmp_path, short_query_terms=0)  # bm25s counts a repeated query term again
     store.add(ids, TEXTS)
     assert store.avgdl == pytest.approx(sum(len(store.analyzer.analyze(t)) for t in TEXTS) / len(TEXTS))
     _assert_bm25s_parity(store, reference)
@@ -151,8 +151,8 @@ def test_idf_follows_upserts_and_deletes(kind: str, tmp_path: Path) -> None:
 
 def test_edge_without_live_idf_counts_deleted_points(tmp_path: Path) -> None:
     ids = [f"d{i}" for i in range(len(TEXTS))]
-    live = QdrantEdgeKeywordStore(tmp_path / "live")
-    stale = QdrantEdgeKeywordStore(tmp_path / "stale", live_idf=False)
+    live = QdrantEdgeKeywordStore(tmp_path / "live", short_query_terms=0)  # raw query counts, as bm25s
+    stale = QdrantEdgeKeywordStore(tmp_path / "stale", live_idf=False, short_query_terms=0)
     for store in (live, stale):
         store.add(ids, TEXTS)
         store.delete(["d4"])  # one of the two tomato documents
@@ -249,8 +249,8 @@ def test_equal_scores_come_in_id_order(kind: str, tmp_path: Path) -> None:
 def test_same_workload_same_results_on_local_mode_edge_and_bm25s(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     words = "alpha beta gamma delta omega sigma kappa lambda theta zeta the of".split()
-    local = QdrantKeywordStore(avgdl=6.0)
-    edge = QdrantEdgeKeywordStore(tmp_path / "edge", avgdl=6.0)
+    local = QdrantKeywordStore(avgdl=6.0, short_query_terms=0)  # raw query counts, as bm25s
+    edge = QdrantEdgeKeywordStore(tmp_path / "edge", avgdl=6.0, short_query_terms=0)
     live: dict[str, tuple[str, dict[str, Any]]] = {}
     for _ in range(12):  # upserts (new and replaced ids) and deletes, interleaved
         if live and rng.random() < 0.3:
