@@ -12,7 +12,9 @@ Collections (built deterministically, public names only):
   ``k``, each group ONE document (the members' texts joined by a blank line), a member relevant to some query placed
   LAST, so its text starts past MiniLM's 256-word-piece window; a long document is relevant to a query with the
   best grade of its members. scifact-long2 (2,592 documents: the relevant text starts near the window's end),
-  scifact-long4 (1,296), med-long4 (259). New MiniLM vectors of the long texts, cached as ``_colldata`` does;
+  scifact-long4 (1,296), med-long4 (259). New MiniLM vectors of the long texts, cached as ``_colldata`` does.
+  ``<name>-long4-first``: the same groups with the relevant member FIRST (the model reads it: where the rule's
+  long-document input is wrong);
 * ``multilingual``: the hand-built set of ``benchmarks/data/multilingual`` (90 documents in 7 languages, 49 queries,
   graded): ``multilingual`` is the mixed index (the default analyzer); ``multilingual-<lang>`` for de, fr, es, zh,
   ja, ko holds that language's documents only, searched with that language's queries (Snowball analyzer for de, fr,
@@ -44,8 +46,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from _colldata import CACHE, COLLECTIONS, RESULTS, ROOT, cached_vectors, load_collection
 
-from rrf_retriever import Analyzer, Hit, QdrantEdgeKeywordStore
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever import (
+    Analyzer,
+    Hit,
+    QdrantEdgeKeywordStore,
+    calibrated_score_fusion,
+    distribution_based_score_fusion,
+    weighted_rrf,
+)
+from rrf_retriever.engine import weak_legs
+from rrf_retriever.engine.weak_legs import LegView, weak_leg_weights
+from rrf_retriever.evaluation import doc_text, load_beir
 
 DEEP = 100
 FETCH = 40
@@ -53,6 +64,9 @@ TOP = 10
 RUNS_VERSION = "v1"
 MULTI = ROOT / "benchmarks" / "data" / "multilingual"
 LONG = (("scifact", 2), ("scifact", 4), ("med", 4))
+#: The same long documents with the relevant member FIRST: the model reads the relevant text (the rule's failure
+#: case: documents whose beginning says what they are about).
+LONG_FIRST = (("scifact", 4), ("med", 4))
 LANG_NAMES = {"de": "german", "fr": "french", "es": "spanish", "zh": None, "ja": None, "ko": None}
 
 
@@ -79,8 +93,8 @@ def public(name: str) -> Data:
                 exclude_self=c.exclude_self)
 
 
-def long_docs(name: str, k: int) -> Data:
-    """Groups of ``k`` documents as one, a relevant member last (module doc)."""
+def long_docs(name: str, k: int, first: bool = False) -> Data:
+    """Groups of ``k`` documents as one, a relevant member last (``first``: first) (module doc)."""
     c = load_collection(name)
     relevant = {d for judged in c.qrels.values() for d, g in judged.items() if g > 0}
     order = list(range(len(c.doc_ids)))
@@ -90,7 +104,7 @@ def long_docs(name: str, k: int) -> Data:
     texts: list[str] = []
     owner: dict[str, str] = {}
     for gi, members in enumerate(groups):
-        members = sorted(members, key=lambda m: c.doc_ids[m] in relevant)  # stable: relevant ones last
+        members = sorted(members, key=lambda m: (c.doc_ids[m] in relevant) != first)  # stable: relevant last/first
         gid = f"L{gi}"
         ids.append(gid)
         texts.append("\n\n".join(c.doc_texts[m] for m in members))
@@ -102,7 +116,7 @@ def long_docs(name: str, k: int) -> Data:
         for d, g in judged.items():
             out[owner[d]] = max(out.get(owner[d], 0), g)
         qrels[q] = out
-    return Data(f"{name}-long{k}", ids, texts, cached_vectors(texts), c.query_ids, c.query_texts, c.query_vectors,
+    return Data(f"{name}-long{k}" + ("-first" if first else ""), ids, texts, cached_vectors(texts), c.query_ids, c.query_texts, c.query_vectors,
                 qrels, kind="long")
 
 
@@ -173,13 +187,180 @@ def builders() -> dict[str, Callable[[], Data]]:
     out: dict[str, Callable[[], Data]] = {name: (lambda name=name: public(name)) for name in COLLECTIONS}
     for name, k in LONG:
         out[f"{name}-long{k}"] = lambda name=name, k=k: long_docs(name, k)
+    for name, k in LONG_FIRST:
+        out[f"{name}-long{k}-first"] = lambda name=name, k=k: long_docs(name, k, first=True)
     for lang in ("", *LANG_NAMES):
         out[f"multilingual-{lang}".rstrip("-")] = lambda lang=lang: next(
             d for d in multilingual() if d.name == f"multilingual-{lang}".rstrip("-"))
     return out
 
 
-System = Callable[[Data, int, dict[str, list[Hit]]], list[str]]
+WEIGHTS = {"dense": 1.0, "keyword": 1.25}  # the defaults (DEFAULT_LEG_WEIGHTS)
+WINDOW = 256  # MiniLMEmbedding.window_tokens
+FACTORS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.25)
+COVERAGES = (0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+@dataclass
+class Prepared:
+    """One collection's legs at the default fetch depth, with texts (what the engine's hits carry)."""
+
+    data: Data
+    legs: list[dict[str, list[Hit]]]  # per query: {"dense": hits, "keyword": hits}
+    views: dict[str, LegView]
+
+    def judged(self, qi: int) -> dict[str, int]:
+        return self.data.qrels[self.data.query_ids[qi]]
+
+
+def prepare(d: Data) -> Prepared:
+    runs = leg_runs(d)
+    text = dict(zip(d.doc_ids, d.doc_texts))
+    legs = [{leg: [Hit(h.id, text=text[h.id], score=h.score) for h in runs[leg][qi][:FETCH]] for leg in runs}
+            for qi in range(len(d.query_ids))]
+    language = d.language or "english"
+    views = {"dense": LegView("dense", speaks_corpus=language == "english", language=language, window_tokens=WINDOW),
+             "keyword": LegView("keyword", language=language)}
+    return Prepared(d, legs, views)
+
+
+def rule_weights(p: Prepared, qi: int, factor: float | None = None, min_coverage: float | None = None
+                 ) -> tuple[dict[str, float], dict[str, str]]:
+    """The engine's decision (``weak_leg_weights``), optionally at other constants (the LOCO grid)."""
+    saved = weak_legs.WEAK_FACTOR, weak_legs.MIN_COVERAGE
+    try:
+        if factor is not None:
+            weak_legs.WEAK_FACTOR = factor
+        if min_coverage is not None:
+            weak_legs.MIN_COVERAGE = min_coverage
+        ranked = {k: v for k, v in p.legs[qi].items() if v}
+        decision = weak_leg_weights(ranked, {k: WEIGHTS[k] for k in ranked}, p.views)
+    finally:
+        weak_legs.WEAK_FACTOR, weak_legs.MIN_COVERAGE = saved
+    return decision.weights, decision.notes
+
+
+def fused(p: Prepared, qi: int, weights: dict[str, float], how: str = "rrf") -> list[str]:
+    ranked = {k: v for k, v in p.legs[qi].items() if v and weights.get(k, 0) > 0}
+    if not ranked:
+        return []
+    used = {k: weights[k] for k in ranked}
+    if how == "rrf":
+        return [h.id for h in weighted_rrf(ranked, used, k=60, limit=TOP)]
+    fuse = distribution_based_score_fusion if how == "dbsf" else calibrated_score_fusion
+    return [h.id for h in fuse(ranked, used, limit=TOP)]
+
+
+def per_query(p: Prepared) -> dict[str, list[float]]:
+    """nDCG@10 per query of every system."""
+    out: dict[str, list[float]] = {}
+    for qi in range(len(p.data.query_ids)):
+        judged = p.judged(qi)
+        rule, _ = rule_weights(p, qi)
+        rows = {
+            "dense alone": [h.id for h in p.legs[qi]["dense"][:TOP]],
+            "keyword alone": [h.id for h in p.legs[qi]["keyword"][:TOP]],
+            "hybrid (default RRF)": fused(p, qi, WEIGHTS),
+            "hybrid + weak-leg rule": fused(p, qi, rule),
+            "dbsf": fused(p, qi, WEIGHTS, "dbsf"),
+            "calibrated": fused(p, qi, WEIGHTS, "calibrated"),
+            "calibrated + weak-leg rule": fused(p, qi, rule, "calibrated"),
+        }
+        for name, ranked in rows.items():
+            out.setdefault(name, []).append(ndcg10(ranked, judged))
+    return out
+
+
+def signals(p: Prepared) -> list[dict[str, float]]:
+    """Per query: what each candidate input says, and the legs' nDCG@10 (which inputs carry signal)."""
+    n_docs = len(p.data.doc_ids)
+    rows = []
+    for qi in range(len(p.data.query_ids)):
+        dense, keyword = p.legs[qi]["dense"], p.legs[qi]["keyword"]
+        top_d, top_k = {h.id for h in dense[:TOP]}, {h.id for h in keyword[:TOP]}
+        chance = len(top_d) * len(top_k) / max(n_docs, 1)
+        scores = [h.score for h in dense[:TOP]]
+        mean = float(np.mean(scores)) if scores else 0.0
+        sd = float(np.std(scores)) if scores else 0.0
+        share = weak_legs.coverage(list({h.id: h for h in dense[:TOP] + keyword[:TOP]}.values()), WINDOW)
+        judged = p.judged(qi)
+        rows.append({
+            "overlap": len(top_d & top_k), "chance": chance,
+            "dense_z": (scores[0] - mean) / sd if sd > 0 else 0.0,
+            "coverage": 1.0 if share is None else share,
+            "keyword_hits": len(keyword),
+            "dense": ndcg10([h.id for h in dense[:TOP]], judged),
+            "keyword": ndcg10([h.id for h in keyword[:TOP]], judged),
+            "hybrid": ndcg10(fused(p, qi, WEIGHTS), judged),
+        })
+    return rows
+
+
+def bootstrap_ci(diffs: Sequence[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    arr = np.asarray(diffs)
+    means = arr[rng.integers(0, len(arr), size=(n, len(arr)))].mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def loco(prepared: list[Prepared]) -> list[dict[str, Any]]:
+    """The rule's two constants chosen leave-one-collection-out: pick the (factor, coverage) with the best worst
+    margin over the OTHER collections (margin = rule minus the better of keyword alone, dense alone and the default
+    hybrid), report the left-out collection's margin at that pick."""
+    grid: dict[tuple[float, float], dict[str, float]] = {}
+    ref: dict[str, float] = {}
+    for p in prepared:
+        q = range(len(p.data.query_ids))
+        best = max(
+            float(np.mean([ndcg10([h.id for h in p.legs[i]["dense"][:TOP]], p.judged(i)) for i in q])),
+            float(np.mean([ndcg10([h.id for h in p.legs[i]["keyword"][:TOP]], p.judged(i)) for i in q])),
+            float(np.mean([ndcg10(fused(p, i, WEIGHTS), p.judged(i)) for i in q])),
+        )
+        ref[p.data.name] = best
+        for f in FACTORS:
+            for c in COVERAGES:
+                score = float(np.mean([ndcg10(fused(p, i, rule_weights(p, i, f, c)[0]), p.judged(i)) for i in q]))
+                grid.setdefault((f, c), {})[p.data.name] = score - best
+    out = []
+    names = [p.data.name for p in prepared]
+    for left in names:
+        pick = max(grid, key=lambda s: (min(v for n, v in grid[s].items() if n != left),
+                                        float(np.mean([v for n, v in grid[s].items() if n != left]))))
+        out.append({"left_out": left, "factor": pick[0], "min_coverage": pick[1],
+                    "worst_margin_others": round(min(v for n, v in grid[pick].items() if n != left), 4),
+                    "left_out_margin": round(grid[pick][left], 4),
+                    "shipped_margin": round(grid[(weak_legs.WEAK_FACTOR, weak_legs.MIN_COVERAGE)][left], 4)})
+    return out
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def signal_table(all_signals: dict[str, list[dict[str, float]]]) -> list[list[Any]]:
+    """Each candidate input: how often it fires on the public collections and on the weak-leg ones, and what the
+    default hybrid loses to keyword alone on the queries where it fires (a useful input fires where that is > 0)."""
+    tests: dict[str, Callable[[dict[str, float]], bool]] = {
+        "top-10 overlap 0 (no agreement)": lambda r: r["overlap"] == 0,
+        "top-10 overlap <= 2x chance": lambda r: r["overlap"] <= max(2 * r["chance"], 0.5),
+        "dense top-1 z < 1.5 (flat-ish)": lambda r: r["dense_z"] < 1.5,
+        "dense top-1 z < 1.0": lambda r: r["dense_z"] < 1.0,
+        f"coverage < {weak_legs.MIN_COVERAGE} (long documents)": lambda r: r["coverage"] < weak_legs.MIN_COVERAGE,
+    }
+    rows = []
+    for label, test in tests.items():
+        cells: list[Any] = [label]
+        for group in ("public", "weak"):
+            fired = [r for name, rs in all_signals.items() for r in rs
+                     if (name in COLLECTIONS) == (group == "public") and test(r)]
+            total = sum(len(rs) for name, rs in all_signals.items() if (name in COLLECTIONS) == (group == "public"))
+            loss = np.mean([r["keyword"] - r["hybrid"] for r in fired]) if fired else float("nan")
+            dk = np.mean([r["dense"] - r["keyword"] for r in fired]) if fired else float("nan")
+            cells += [f"{len(fired)}/{total}", f"{loss:+.3f}", f"{dk:+.3f}"]
+        rows.append(cells)
+    return rows
 
 
 def main() -> None:
@@ -188,16 +369,61 @@ def main() -> None:
     parser.add_argument("--legs-only", action="store_true", help="compute and cache the legs, nothing else")
     args = parser.parse_args()
     t0 = time.perf_counter()
+    prepared: list[Prepared] = []
     for name, build in builders().items():
         if args.only and name not in args.only:
             continue
         d = build()
-        runs = leg_runs(d)
+        leg_runs(d)
         print(f"{d.name}: {len(d.doc_ids)} docs, {len(d.query_ids)} queries, legs {time.perf_counter() - t0:.0f}s",
               flush=True)
-        if args.legs_only:
-            continue
-        _ = evaluate, runs, Any  # the analysis follows
+        if not args.legs_only:
+            prepared.append(prepare(d))
+    if args.legs_only:
+        return
+    results: dict[str, Any] = {"collections": {}, "constants": {"WEAK_FACTOR": weak_legs.WEAK_FACTOR,
+                                                                 "MIN_COVERAGE": weak_legs.MIN_COVERAGE}}
+    rows = []
+    all_signals: dict[str, list[dict[str, float]]] = {}
+    for p in prepared:
+        pq = per_query(p)
+        means = {k: float(np.mean(v)) for k, v in pq.items()}
+        better = max(means["dense alone"], means["keyword alone"])
+        better_name = "dense alone" if means["dense alone"] >= means["keyword alone"] else "keyword alone"
+        diffs = [a - b for a, b in zip(pq["hybrid + weak-leg rule"], pq[better_name])]
+        fired = sum(1 for qi in range(len(p.data.query_ids)) if rule_weights(p, qi)[1])
+        lo, hi = bootstrap_ci(diffs)
+        results["collections"][p.data.name] = {
+            "kind": p.data.kind, "documents": len(p.data.doc_ids), "queries": len(p.data.query_ids),
+            "ndcg@10": {k: round(v, 4) for k, v in means.items()}, "rule_fired": fired,
+            "rule_minus_better_leg": round(means["hybrid + weak-leg rule"] - better, 4),
+            "rule_minus_better_leg_ci95": [round(lo, 4), round(hi, 4)],
+            "rule_minus_default": round(means["hybrid + weak-leg rule"] - means["hybrid (default RRF)"], 4),
+        }
+        rows.append([p.data.name, len(p.data.doc_ids), len(p.data.query_ids),
+                     *(f"{means[k]:.4f}" for k in pq), f"{fired}/{len(p.data.query_ids)}",
+                     f"{means['hybrid + weak-leg rule'] - better:+.4f} [{lo:+.3f}, {hi:+.3f}]"])
+        all_signals[p.data.name] = signals(p)
+        print(f"  {p.data.name} done {time.perf_counter() - t0:.0f}s", flush=True)
+    systems = list(per_query(prepared[0]))
+    print(md_table(["collection", "docs", "queries", *systems, "rule fired", "rule - better leg [95% CI]"], rows))
+    sig_rows = signal_table(all_signals)
+    print()
+    print(md_table(["input fires when", "public: queries", "hybrid loss to kw", "dense - kw", "weak-leg sets: queries",
+                    "hybrid loss to kw", "dense - kw"], sig_rows))
+    results["signals"] = sig_rows
+    if len(prepared) > 2:
+        lo_rows = loco(prepared)
+        results["loco"] = lo_rows
+        print()
+        print(md_table(["left out", "factor", "min coverage", "worst margin on the others", "left-out margin",
+                        "shipped constants: left-out margin"],
+                       [[r["left_out"], r["factor"], r["min_coverage"], f"{r['worst_margin_others']:+.4f}",
+                         f"{r['left_out_margin']:+.4f}", f"{r['shipped_margin']:+.4f}"] for r in lo_rows]))
+    results["seconds"] = round(time.perf_counter() - t0, 1)
+    out = RESULTS / "weak_leg.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ Example:
     >>> ranked = {"dense": [Hit("a", score=0.5)], "keyword": [Hit("b", score=3.0), Hit("c", score=1.0)]}
     >>> views = {"dense": LegView("dense", speaks_corpus=False, language="german"), "keyword": LegView("keyword")}
     >>> decision = weak_leg_weights(ranked, {"dense": 1.0, "keyword": 1.25}, views)
-    >>> decision.weights, decision.notes["dense"]
-    ({'dense': 0.1, 'keyword': 1.25}, 'weighted down (x0.1): the embedder does not declare the corpus language (german)')
+    >>> decision.weights
+    {'dense': 0.1, 'keyword': 1.25}
+    >>> decision.notes["dense"]
+    'weighted down (x0.1): the embedder does not declare the corpus language (german)'
 """
 
 from __future__ import annotations
