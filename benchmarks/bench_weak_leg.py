@@ -15,6 +15,9 @@ Collections (built deterministically, public names only):
   scifact-long4 (1,296), med-long4 (259). New MiniLM vectors of the long texts, cached as ``_colldata`` does.
   ``<name>-long4-first``: the same groups with the relevant member FIRST (the model reads it: where the rule's
   long-document input is wrong);
+* ``xquad-<lang>``: XQuAD (Artetxe et al., ACL 2020; CC BY-SA 4.0) as a paragraph retrieval set in English
+  (the control), German, Russian, Arabic and Chinese: 240 paragraphs, 300 of the 1,190 questions (one relevant
+  paragraph each); the corpus language is the language (MiniLM speaks only English);
 * ``multilingual``: the hand-built set of ``benchmarks/data/multilingual`` (90 documents in 7 languages, 49 queries,
   graded): ``multilingual`` is the mixed index (the default analyzer); ``multilingual-<lang>`` for de, fr, es, zh,
   ja, ko holds that language's documents only, searched with that language's queries (Snowball analyzer for de, fr,
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -56,6 +60,7 @@ from rrf_retriever import (
 )
 from rrf_retriever.engine import weak_legs
 from rrf_retriever.engine.weak_legs import LegView, weak_leg_weights
+from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.evaluation import doc_text, load_beir
 
 DEEP = 100
@@ -67,6 +72,11 @@ LONG = (("scifact", 2), ("scifact", 4), ("med", 4))
 #: The same long documents with the relevant member FIRST: the model reads the relevant text (the rule's failure
 #: case: documents whose beginning says what they are about).
 LONG_FIRST = (("scifact", 4), ("med", 4))
+#: XQuAD as a judged retrieval set per language (240 paragraphs, the questions asked of them; CC BY-SA 4.0), in
+#: ``benchmarks/data/xquad`` (the corpus-language work adds it; ``XQUAD_DIR`` points elsewhere).
+XQUAD = Path(os.environ.get("XQUAD_DIR") or ROOT / "benchmarks" / "data" / "xquad")
+XQUAD_LANGS = {"en": "english", "de": "german", "ru": "russian", "ar": "arabic", "zh": "chinese"}
+XQUAD_QUERIES = 300  # of 1,190 per language, random.Random(0): the vectors of the rest cost CPU, not insight
 LANG_NAMES = {"de": "german", "fr": "french", "es": "spanish", "zh": None, "ja": None, "ko": None}
 
 
@@ -142,6 +152,22 @@ def multilingual() -> list[Data]:
     return out
 
 
+def xquad(lang: str) -> Data:
+    """XQuAD in one language: its 240 paragraphs, :data:`XQUAD_QUERIES` of its questions, one relevant each."""
+    docs = [json.loads(line) for line in (XQUAD / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = [json.loads(line) for line in (XQUAD / f"queries.{lang}.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = [queries[i] for i in sorted(random.Random(0).sample(range(len(queries)), XQUAD_QUERIES))]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (XQUAD / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        q, d, g = line.split("\t")
+        qrels.setdefault(q, {})[d] = int(g)
+    ids, texts = [d["_id"] for d in docs], [d["text"] for d in docs]
+    qids, qtexts = [q["_id"] for q in queries], [q["text"] for q in queries]
+    language = XQUAD_LANGS[lang]
+    return Data(f"xquad-{lang}", ids, texts, cached_vectors(texts), qids, qtexts, cached_vectors(qtexts),
+                {q: qrels[q] for q in qids}, language=None if language == "english" else language, kind="xquad")
+
+
 # ------------------------------------------------------------------------------------------------------ legs
 
 
@@ -159,7 +185,10 @@ def leg_runs(d: Data) -> dict[str, list[list[Hit]]]:
             row[d.doc_ids.index(q)] = -np.inf
         top = np.lexsort((np.array(d.doc_ids), -row))[:DEEP]
         dense.append([Hit(d.doc_ids[j], score=float(row[j])) for j in top if np.isfinite(row[j])])
-    analyzer = Analyzer(language=d.language) if d.language in ("german", "french", "spanish") else Analyzer()
+    try:
+        analyzer = Analyzer(language=d.language) if d.language else Analyzer()
+    except RRFRetrieverError:  # chinese, japanese, korean: the default analyzer cuts CJK text into bigrams
+        analyzer = Analyzer()
     store = QdrantEdgeKeywordStore(analyzer=analyzer)
     try:
         store.add(d.doc_ids, d.doc_texts)
@@ -192,6 +221,9 @@ def builders() -> dict[str, Callable[[], Data]]:
     for lang in ("", *LANG_NAMES):
         out[f"multilingual-{lang}".rstrip("-")] = lambda lang=lang: next(
             d for d in multilingual() if d.name == f"multilingual-{lang}".rstrip("-"))
+    if (XQUAD / "qrels.tsv").is_file():
+        for lang in XQUAD_LANGS:
+            out[f"xquad-{lang}"] = lambda lang=lang: xquad(lang)
     return out
 
 
@@ -288,7 +320,7 @@ def signals(p: Prepared) -> list[dict[str, float]]:
             "overlap": len(top_d & top_k), "chance": chance,
             "dense_z": (scores[0] - mean) / sd if sd > 0 else 0.0,
             "coverage": 1.0 if share is None else share,
-            "keyword_hits": len(keyword),
+            "keyword_hits": len(keyword), "foreign": not p.views["dense"].speaks_corpus,
             "dense": ndcg10([h.id for h in dense[:TOP]], judged),
             "keyword": ndcg10([h.id for h in keyword[:TOP]], judged),
             "hybrid": ndcg10(fused(p, qi, WEIGHTS), judged),
@@ -333,32 +365,92 @@ def loco(prepared: list[Prepared]) -> list[dict[str, Any]]:
     return out
 
 
+class DeclaredEmbedding:
+    """Answers from the cached vectors (documents by position, queries given as vectors) and declares what
+    MiniLMEmbedding declares: English, a 256-token window. Only ``query_vector=`` searches reach it."""
+
+    languages = ("english",)
+    window_tokens = WINDOW
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("documents come with their vectors")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise RuntimeError("queries come with their vectors")
+
+
+def engine_check(p: Prepared) -> dict[str, Any]:
+    """The same rule through the engine (``HybridEngine`` over qdrant-edge exact dense + the default keyword store,
+    every default): the ids equal the offline "hybrid + weak-leg rule", and the trace says how often it fired."""
+    from rrf_retriever import QdrantEdgeDenseStore, as_embedding
+    from rrf_retriever.engine import HybridEngine
+
+    d = p.data
+    try:
+        analyzer = Analyzer(language=d.language) if d.language else Analyzer()
+    except RRFRetrieverError:
+        analyzer = Analyzer()
+    dense = QdrantEdgeDenseStore(as_embedding(DeclaredEmbedding(int(d.doc_vectors.shape[1]))), exact=True)
+    engine = HybridEngine({"dense": dense, "keyword": QdrantEdgeKeywordStore(analyzer=analyzer)})
+    same = noted = 0
+    try:
+        engine.add(d.doc_ids, d.doc_texts, vectors=d.doc_vectors.tolist())
+        for qi, (q, text) in enumerate(zip(d.query_ids, d.query_texts)):
+            result = engine.search(text, query_vector=d.query_vectors[qi].tolist(),
+                                   exclude_ids=[q] if d.exclude_self else None)
+            same += result.ids == fused(p, qi, rule_weights(p, qi)[0])
+            noted += bool(result.trace.stage_counts.get("weak_legs"))
+    finally:
+        engine.close()
+    return {"queries": len(d.query_ids), "same_ids_as_offline": same, "trace_says_weighted_down": noted}
+
+
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
+def group(name: str) -> str:
+    """The kind of collection, for the signal table."""
+    if name in COLLECTIONS:
+        return "public"
+    if "-long" in name:
+        return "long, relevant first" if name.endswith("-first") else "long, relevant last"
+    if name.startswith("xquad"):
+        return "xquad English" if name == "xquad-en" else "xquad non-English"
+    return "multilingual (hand-built)"
+
+
+GROUPS = ("public", "long, relevant last", "long, relevant first", "xquad non-English", "xquad English",
+          "multilingual (hand-built)")
+
+
 def signal_table(all_signals: dict[str, list[dict[str, float]]]) -> list[list[Any]]:
-    """Each candidate input: how often it fires on the public collections and on the weak-leg ones, and what the
-    default hybrid loses to keyword alone on the queries where it fires (a useful input fires where that is > 0)."""
+    """Each candidate input, per kind of collection: on how many queries it fires, and keyword alone minus the
+    default hybrid on those queries (an input worth using fires where that is > 0, and rarely where it is < 0)."""
     tests: dict[str, Callable[[dict[str, float]], bool]] = {
         "top-10 overlap 0 (no agreement)": lambda r: r["overlap"] == 0,
         "top-10 overlap <= 2x chance": lambda r: r["overlap"] <= max(2 * r["chance"], 0.5),
         "dense top-1 z < 1.5 (flat-ish)": lambda r: r["dense_z"] < 1.5,
         "dense top-1 z < 1.0": lambda r: r["dense_z"] < 1.0,
         f"coverage < {weak_legs.MIN_COVERAGE} (long documents)": lambda r: r["coverage"] < weak_legs.MIN_COVERAGE,
+        "corpus language not English": lambda r: bool(r["foreign"]),
     }
     rows = []
     for label, test in tests.items():
         cells: list[Any] = [label]
-        for group in ("public", "weak"):
-            fired = [r for name, rs in all_signals.items() for r in rs
-                     if (name in COLLECTIONS) == (group == "public") and test(r)]
-            total = sum(len(rs) for name, rs in all_signals.items() if (name in COLLECTIONS) == (group == "public"))
+        for g in GROUPS:
+            pool = [r for name, rs in all_signals.items() if group(name) == g for r in rs]
+            if not pool:
+                cells.append("-")
+                continue
+            fired = [r for r in pool if test(r)]
             loss = np.mean([r["keyword"] - r["hybrid"] for r in fired]) if fired else float("nan")
-            dk = np.mean([r["dense"] - r["keyword"] for r in fired]) if fired else float("nan")
-            cells += [f"{len(fired)}/{total}", f"{loss:+.3f}", f"{dk:+.3f}"]
+            cells.append(f"{len(fired)}/{len(pool)}: {loss:+.3f}" if fired else f"0/{len(pool)}")
         rows.append(cells)
     return rows
 
@@ -367,6 +459,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="collection names (default: all)")
     parser.add_argument("--legs-only", action="store_true", help="compute and cache the legs, nothing else")
+    parser.add_argument("--engine-check", nargs="*", default=["med", "med-long4", "xquad-de"],
+                        help="collections also run through HybridEngine (same ids as offline?)")
     args = parser.parse_args()
     t0 = time.perf_counter()
     prepared: list[Prepared] = []
@@ -409,8 +503,7 @@ def main() -> None:
     print(md_table(["collection", "docs", "queries", *systems, "rule fired", "rule - better leg [95% CI]"], rows))
     sig_rows = signal_table(all_signals)
     print()
-    print(md_table(["input fires when", "public: queries", "hybrid loss to kw", "dense - kw", "weak-leg sets: queries",
-                    "hybrid loss to kw", "dense - kw"], sig_rows))
+    print(md_table(["input fires when", *GROUPS], sig_rows))
     results["signals"] = sig_rows
     if len(prepared) > 2:
         lo_rows = loco(prepared)
@@ -420,6 +513,10 @@ def main() -> None:
                         "shipped constants: left-out margin"],
                        [[r["left_out"], r["factor"], r["min_coverage"], f"{r['worst_margin_others']:+.4f}",
                          f"{r['left_out_margin']:+.4f}", f"{r['shipped_margin']:+.4f}"] for r in lo_rows]))
+    checks = {p.data.name: engine_check(p) for p in prepared if p.data.name in (args.engine_check or [])}
+    results["engine_check"] = checks
+    for name, check in checks.items():
+        print(f"engine check {name}: {check}")
     results["seconds"] = round(time.perf_counter() - t0, 1)
     out = RESULTS / "weak_leg.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
