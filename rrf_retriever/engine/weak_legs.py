@@ -28,9 +28,9 @@ Example:
     >>> views = {"dense": LegView("dense", speaks_corpus=False, language="german"), "keyword": LegView("keyword")}
     >>> decision = weak_leg_weights(ranked, {"dense": 1.0, "keyword": 1.25}, views)
     >>> decision.weights
-    {'dense': 0.1, 'keyword': 1.25}
+    {'dense': 0.05, 'keyword': 1.25}
     >>> decision.notes["dense"]
-    'weighted down (x0.1): the embedder does not declare the corpus language (german)'
+    'weighted down (x0.05): the embedder does not declare the corpus language (german)'
 """
 
 from __future__ import annotations
@@ -50,11 +50,12 @@ from rrf_retriever.types import Hit
 __all__ = ["MIN_COVERAGE", "TOP_N", "WEAK_FACTOR", "LegView", "WeakLegDecision", "corpus_language", "coverage",
            "leg_views", "weak_leg_weights"]
 
-#: A weak leg's weight is multiplied by this: with RRF (k=60) it then moves a document of the other legs by about
-#: one place at most, and still adds the documents they did not find, after theirs.
-WEAK_FACTOR = 0.1
+#: A weak leg's weight is multiplied by this: with RRF (k=60) it then moves a document of the other legs by a few
+#: places at most, and still adds the documents they did not find, after theirs. Chosen with MIN_COVERAGE
+#: leave-one-collection-out (benchmarks/bench_weak_leg.py: the pick of 12 of 15 folds).
+WEAK_FACTOR = 0.05
 #: A dense leg that reads less than this share (median) of the top documents is weak (long documents).
-MIN_COVERAGE = 0.5
+MIN_COVERAGE = 0.6
 #: The top hits the rule looks at, per leg.
 TOP_N = 10
 #: Estimated word pieces per whitespace-separated word (English text under a WordPiece/BPE vocabulary).

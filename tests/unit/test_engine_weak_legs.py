@@ -83,7 +83,7 @@ def test_coverage_is_the_median_share_read() -> None:
     texts = ["word " * 96, "word " * 384, "word " * 768]  # 128, 512, 1024 tokens
     assert coverage([Hit(str(i), text=t) for i, t in enumerate(texts)], 256) == pytest.approx(0.5)
     assert coverage([Hit("a", text="x"), Hit("b")], 256) is None  # too few texts to judge
-    assert MIN_COVERAGE == 0.5
+    assert 0.32 < MIN_COVERAGE <= 0.75  # the long-document case below is judged weak, a 75% read is not
 
 
 def test_every_leg_weak_keeps_the_weights_and_says_so() -> None:
