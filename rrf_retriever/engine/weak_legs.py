@@ -12,15 +12,18 @@ them) when one of these holds:
 * ``long documents``: a dense leg whose embedder declares how many tokens it reads (``MiniLMEmbedding``: 256) and
   the documents the legs ranked highest are much longer: the median share of them the model reads (tokens
   estimated as 4/3 per word) is below :data:`MIN_COVERAGE`. It saw only their beginnings.
-* ``flat scores``: any leg whose top :data:`TOP_N` scores are all equal: its order carries nothing.
+
+Not inputs (measured, benchmarks/RESULTS.md): a leg's flat scores (all top-10 scores equal: never on the five public
+collections; where it happens, templated texts, the keyword leg still says WHICH documents matched, and weighting it
+down lets the dense leg reorder them), the legs' agreement beyond chance and the dense top-1 z-score
+(they fire on few of a weak leg's queries, and where they fire on healthy collections the hybrid beats both legs).
 
 Never every leg: when every weighted leg would be weighted down, the weights stay. A per-call ``weights=`` is
 taken as given (the rule is off for that call), and ``update_settings(weak_legs=False)`` turns it off. The trace
 says what it did: the leg's ``note`` and ``weight``, and ``stage_counts["weak_legs"]``.
 
 Measured (benchmarks/bench_weak_leg.py, benchmarks/RESULTS.md "Never worse than the better leg"): what the rule
-costs or gains on the five public collections and on collections where the dense leg is weak; the inputs that
-carried no signal there (agreement of the legs' top 10 beyond chance, the dense top-1 z-score) are not used.
+costs or gains on the five public collections and on collections where the dense leg is weak, and its failure cases.
 
 Example:
     >>> from rrf_retriever.types import Hit
@@ -35,7 +38,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
@@ -52,7 +54,7 @@ __all__ = ["MIN_COVERAGE", "TOP_N", "WEAK_FACTOR", "LegView", "WeakLegDecision",
 
 #: A weak leg's weight is multiplied by this: with RRF (k=60) it then moves a document of the other legs by a few
 #: places at most, and still adds the documents they did not find, after theirs. Chosen with MIN_COVERAGE
-#: leave-one-collection-out (benchmarks/bench_weak_leg.py: the pick of 12 of 15 folds).
+#: leave-one-collection-out (benchmarks/bench_weak_leg.py: the pick of 20 of 22 folds).
 WEAK_FACTOR = 0.05
 #: A dense leg that reads less than this share (median) of the top documents is weak (long documents).
 MIN_COVERAGE = 0.6
@@ -108,16 +110,6 @@ def coverage(hits: Sequence[Hit], window_tokens: int) -> float | None:
     return float(median(shares)) if len(shares) >= MIN_TEXTS else None
 
 
-def _flat(hits: Sequence[Hit]) -> bool:
-    """The top :data:`TOP_N` scores all equal, over a full top :data:`TOP_N` (a keyword leg that matched two
-    documents equally still says which two: that is signal)."""
-    scores = [h.score for h in hits[:TOP_N]]
-    if len(scores) < TOP_N or not all(math.isfinite(s) for s in scores):
-        return False
-    hi, lo = max(scores), min(scores)
-    return hi - lo <= 1e-12 * max(1.0, abs(hi))
-
-
 def _top_docs(ranked: Mapping[str, Sequence[Hit]], legs: Sequence[str]) -> list[Hit]:
     """The distinct documents of the legs' top :data:`TOP_N`, in leg order."""
     seen: set[str] = set()
@@ -131,7 +123,6 @@ def _top_docs(ranked: Mapping[str, Sequence[Hit]], legs: Sequence[str]) -> list[
 
 
 def _reason(name: str, view: LegView, ranked: Mapping[str, Sequence[Hit]], legs: Sequence[str]) -> str | None:
-    hits = ranked[name]
     if view.kind == "dense" and not view.speaks_corpus:
         return f"the embedder does not declare the corpus language ({view.language})"
     if view.kind == "dense" and view.window_tokens is not None:
@@ -139,8 +130,6 @@ def _reason(name: str, view: LegView, ranked: Mapping[str, Sequence[Hit]], legs:
         if share is not None and share < MIN_COVERAGE:
             return (f"its model reads ~{share:.0%} of the top documents (window {view.window_tokens} tokens): "
                     "long documents")
-    if _flat(hits):
-        return f"its top {TOP_N} scores are all equal"
     return None
 
 

@@ -45,15 +45,9 @@ def test_identical_legs_change_nothing() -> None:
     assert decision.weights == WEIGHTS and decision.notes == {}
 
 
-def test_flat_dense_scores_and_a_confident_keyword_leg_weight_dense_down() -> None:
-    ranked = {"dense": ranked_hits("d", TOP_N, flat=True), "keyword": ranked_hits("k", TOP_N)}
-    decision = weak_leg_weights(ranked, WEIGHTS, {"dense": ENGLISH_DENSE, "keyword": KEYWORD})
-    assert decision.weights == {"dense": WEAK_FACTOR, "keyword": 1.25}
-    assert "scores are all equal" in decision.notes["dense"]
-
-
-def test_a_keyword_leg_that_matched_few_documents_equally_is_not_flat() -> None:
-    ranked = {"dense": ranked_hits("d", TOP_N), "keyword": ranked_hits("k", 2, flat=True)}
+def test_flat_scores_are_not_an_input() -> None:
+    # equal top scores (templated texts): the keyword leg still says which documents matched; nothing changes
+    ranked = {"dense": ranked_hits("d", TOP_N, flat=True), "keyword": ranked_hits("k", TOP_N, flat=True)}
     assert weak_leg_weights(ranked, WEIGHTS, {"dense": ENGLISH_DENSE, "keyword": KEYWORD}).notes == {}
 
 
@@ -87,9 +81,11 @@ def test_coverage_is_the_median_share_read() -> None:
 
 
 def test_every_leg_weak_keeps_the_weights_and_says_so() -> None:
-    ranked = {"dense": ranked_hits("d", TOP_N, flat=True), "keyword": ranked_hits("k", TOP_N, flat=True)}
-    decision = weak_leg_weights(ranked, WEIGHTS, {"dense": ENGLISH_DENSE, "keyword": KEYWORD})
-    assert decision.weights == WEIGHTS
+    german = LegView("dense", speaks_corpus=False, language="german")
+    ranked = {"dense": ranked_hits("d", 5), "dense_recent": ranked_hits("r", 5)}
+    weights = {"dense": 1.0, "dense_recent": 0.5}
+    decision = weak_leg_weights(ranked, weights, {"dense": german, "dense_recent": german})
+    assert decision.weights == weights
     assert all(note.startswith("weight kept") for note in decision.notes.values())
 
 
