@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         StoreUnavailableError,
     )
     from rrf_retriever.fusion import (
+        calibrated_score_fusion,
         distribution_based_score_fusion,
         normalize_scores,
         relative_score_fusion,
@@ -63,6 +64,7 @@ _LAZY: dict[str, str] = {
     "weighted_rrf": "rrf_retriever.fusion",
     "relative_score_fusion": "rrf_retriever.fusion",
     "distribution_based_score_fusion": "rrf_retriever.fusion",
+    "calibrated_score_fusion": "rrf_retriever.fusion",
     "normalize_scores": "rrf_retriever.fusion",
     "Analyzer": "rrf_retriever.analysis.analyzer",
     "build_match_query": "rrf_retriever.stores.fts5.match",

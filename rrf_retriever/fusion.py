@@ -1,4 +1,4 @@
-"""Rank and score fusion: weighted RRF (the default), relative-score fusion and DBSF.
+"""Rank and score fusion: weighted RRF (the default), relative-score fusion, DBSF and calibrated score fusion.
 
 Pure functions: no I/O, no framework types, inputs never mutated. One fusion method per function, all
 behind one calling convention::
@@ -41,6 +41,7 @@ from rrf_retriever.validate import check_int, check_number, check_weights
 __all__ = [
     "DEFAULT_RRF_K",
     "FUSIONS",
+    "calibrated_score_fusion",
     "distribution_based_score_fusion",
     "fuse",
     "normalize_scores",
@@ -254,6 +255,56 @@ def distribution_based_score_fusion(
     return _fuse(ranked, weights, contribution, limit)
 
 
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def calibrated_score_fusion(
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    r"""Calibrated score fusion: each source's scores become probabilities of relevance, then a weighted sum.
+
+    .. math:: p_i(d) = \sigma\!\left(\frac{s_i(d) - m_i}{\sigma_i}\right), \qquad
+              \mathrm{score}(d) = \sum_i w_i \, p_i(d)
+
+    with :math:`\sigma(x) = 1 / (1 + e^{-x})`, :math:`m_i` the median and :math:`\sigma_i` the population standard
+    deviation of source ``i``'s returned scores (the sigmoid's midpoint and slope estimated from the source's own
+    results, with no relevance labels, as the auto-estimated calibration of Bayesian BM25: J. Jeong, "Bayesian
+    BM25", 2026, reference implementation ``bayesian-bm25`` on PyPI); a document a source did not return has
+    probability 0 there. A source whose returned scores are all equal gives each hit 0.5: its scores carry no
+    order. Each source gives at most its weight, as the other score fusions. Unlike Bayesian BM25 it calibrates
+    every source the same way (dense cosines too) and sums the probabilities (CombSUM) rather than their log-odds:
+    the sum is bounded and a document one source misses is not vetoed.
+
+    Example:
+        >>> from rrf_retriever.types import Hit
+        >>> out = calibrated_score_fusion({"a": [Hit("x", score=3.0), Hit("y", score=1.0)]})
+        >>> [(h.id, round(h.score, 4)) for h in out]
+        [('x', 0.7311), ('y', 0.2689)]
+    """
+
+    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
+        if not hits:
+            return []
+        scores = _finite_scores(source, hits)
+        mean = math.fsum(scores) / len(scores)
+        sigma = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+        if sigma == 0.0:
+            return [0.5] * len(scores)
+        ordered = sorted(scores)
+        half = len(ordered) // 2
+        median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2.0
+        return [_sigmoid((s - median) / sigma) for s in scores]
+
+    return _fuse(ranked, weights, contribution, limit)
+
+
 H = TypeVar("H", Hit, FusedHit)
 
 
@@ -276,7 +327,12 @@ def normalize_scores(hits: Sequence[H]) -> list[H]:
 #: The fusion methods by name (the engine's ``fusion=`` setting). Weighted RRF is the default; the score
 #: fusions are options (they need comparable raw scores, which RRF does not).
 FUSIONS: Mapping[str, Callable[..., list[FusedHit]]] = MappingProxyType(
-    {"rrf": weighted_rrf, "relative_score": relative_score_fusion, "dbsf": distribution_based_score_fusion}
+    {
+        "rrf": weighted_rrf,
+        "relative_score": relative_score_fusion,
+        "dbsf": distribution_based_score_fusion,
+        "calibrated": calibrated_score_fusion,
+    }
 )
 
 

@@ -76,7 +76,7 @@ if _LANGCHAIN and _LLAMA_INDEX:
             fetch_k: Hits each leg fetches (default ``max(2 * top_k, 40)``).
             leg_timeout: Seconds a leg may take before it is dropped from the query.
             on_error: ``"degrade"`` (default: a failing leg is dropped, a warning says so) or ``"raise"``.
-            fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.
+            fusion: ``"rrf"`` (default), ``"relative_score"``, ``"dbsf"`` or ``"calibrated"``.
             expand / links_key / expand_limit: 1-hop expansion (see :class:`~rrf_retriever.engine.HybridEngine`).
             search_kwargs: Per-instance search defaults: ``top_k``/``k``, ``filter``, ``exclude_ids``, ``weights``.
             journal: A write-ahead journal (path or :class:`~rrf_retriever.engine.Journal`) that makes multi-store

@@ -67,9 +67,9 @@ operator passes ``expose_keyword_scores=True`` (``serve --expose-scores``). What
 fusion, ``score`` and ``normalized_score``, which depend only on the ranks and the weights. Ranks leak far less but
 not nothing: the order of one's own documents follows the collection-wide statistics (the terms' IDFs; for FTS5
 also the mean document length), so a caller who writes probe documents can learn whether one term is rarer than
-another in the collection (a comparison per query, no counts). With ``fusion="relative_score"`` or ``"dbsf"`` the
-fused score is computed from the raw scores (normalized per query) and carries part of what they do. Per-scope
-statistics are not done here:
+another in the collection (a comparison per query, no counts). With a score fusion (``"relative_score"``, ``"dbsf"``,
+``"calibrated"``) the fused score is computed from the raw scores (normalized per query) and carries part of what
+they do. Per-scope statistics are not done here:
 the Qdrant legs could ask for the IDF of the points matching the query's filter (``SearchParams.idf`` with a corpus
 filter, in qdrant-edge 0.9 and qdrant-client 1.20), FTS5 and bm25s cannot. Serve one index per tenant when the
 rank-level leak matters.

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, CallableEmbedding
+from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, CallableEmbedding, declared_languages, declared_window
 from rrf_retriever.errors import InvalidTypeError
 
 __all__ = ["LangChainEmbeddingAdapter", "LlamaIndexEmbeddingAdapter", "as_embedding"]
@@ -43,6 +43,7 @@ class LangChainEmbeddingAdapter(BaseEmbeddingAdapter):
         self.model = model
         name = getattr(model, "model", None) or getattr(model, "model_name", None)
         self.model_id = str(name or type(model).__name__)
+        self.languages, self.window_tokens = declared_languages(model), declared_window(model)
         dim = getattr(model, "dimension", None)
         if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
             self.dimension = dim
@@ -63,6 +64,7 @@ class LlamaIndexEmbeddingAdapter(BaseEmbeddingAdapter):
         super().__init__(batch_size=batch_size)
         self.model = model
         self.model_id = str(getattr(model, "model_name", None) or type(model).__name__)
+        self.languages, self.window_tokens = declared_languages(model), declared_window(model)
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
         return self.model.get_text_embedding_batch(texts)

@@ -37,6 +37,8 @@ __all__ = [
     "CallableEmbedding",
     "EmbeddingAdapter",
     "check_texts",
+    "declared_languages",
+    "declared_window",
     "embedding_error",
 ]
 
@@ -57,6 +59,35 @@ class EmbeddingAdapter(Protocol):
     async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     async def aembed_query(self, text: str) -> list[float]: ...
+
+
+def declared_languages(model: object) -> frozenset[str] | None:
+    """The languages ``model`` declares in its ``languages`` attribute (a name or a collection of names), lower-cased;
+    None when it declares none.
+
+    Example:
+        >>> declared_languages(type("M", (), {"languages": ["English"]})()), declared_languages(object())
+        (frozenset({'english'}), None)
+    """
+    value = getattr(model, "languages", None)
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, (set, frozenset, list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return frozenset(v.strip().lower() for v in value)
+    return None
+
+
+def declared_window(model: object) -> int | None:
+    """How many tokens of a text ``model`` declares it reads (``window_tokens``, a positive integer); else None.
+
+    Example:
+        >>> declared_window(type("M", (), {"window_tokens": 256})()), declared_window(object())
+        (256, None)
+    """
+    value = getattr(model, "window_tokens", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 def check_texts(texts: object) -> list[str]:
@@ -114,6 +145,11 @@ class BaseEmbeddingAdapter:
 
     #: Short name of the model, used in cache keys and reprs.
     model_id: str = "custom"
+    #: The languages the model was trained on (names such as ``"english"``), or None: not declared (the engine's
+    #: weak-leg rule then takes it to speak the corpus; :func:`declared_languages`).
+    languages: frozenset[str] | None = None
+    #: How many tokens of a text the model reads (it cuts the rest), or None: not declared (:func:`declared_window`).
+    window_tokens: int | None = None
     #: Names of the wrapped model's own async methods (documents, query), used when they are coroutine functions;
     #: otherwise the sync path runs in a thread.
     native_async: tuple[str, str] | None = None

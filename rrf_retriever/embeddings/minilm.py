@@ -109,6 +109,9 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
     """
 
     model_id = "all-MiniLM-L6-v2"
+    #: Trained on English text only (sentence-transformers' model card): the engine's weak-leg rule weights its
+    #: dense leg down on a corpus in another language.
+    languages: frozenset[str] | None = frozenset({"english"})
 
     def __init__(
         self,
@@ -142,6 +145,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             raise InvalidArgumentError(msg)
         #: Token limit per text (longer texts are truncated).
         self.max_length = max_length
+        self.window_tokens = max_length
         self.dimension = 384
         for module, package in (
             ("numpy", "numpy"),

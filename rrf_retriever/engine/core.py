@@ -79,7 +79,7 @@ class HybridEngine(SharedHandle):
         fetch_k: Hits per leg (default ``max(2 * top_k, 40)``).
         leg_timeout: Seconds each leg (and the query embedding) may take; None = no limit.
         on_error: ``"degrade"`` (default) or ``"raise"``.
-        fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"``.
+        fusion: ``"rrf"`` (default), ``"relative_score"``, ``"dbsf"`` or ``"calibrated"``.
         expand: Optional 1-hop expansion: a callable ``FusedHit -> [neighbour ids]``.
         links_key: Optional metadata key holding neighbour ids (used when ``expand`` is None).
         expand_limit: At most this many neighbours (default ``top_k``); they take the last slots of the page, so a

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from rrf_retriever.engine import stages
@@ -31,6 +31,7 @@ from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
 from rrf_retriever.engine.settings import RetrievalSettings
 from rrf_retriever.engine.stages import StageRun, Vectors, warn_degraded
+from rrf_retriever.engine.weak_legs import leg_views, weak_leg_weights
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
@@ -248,6 +249,8 @@ def finish(
     run = StageRun(q, lookup, vectors, expand, warnings=warning_texts)
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
+    if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
+        used, traces = _weak_legs(q, ranked, used, traces, run)
     depth = stages.pool_depth(run, stages.STAGES)
     hits = fuse(q.settings.fusion, ranked, used, rrf_k=q.settings.rrf_k, limit=depth) if ranked else []
     fusion_ms = (time.perf_counter() - t0) * 1000
@@ -256,6 +259,21 @@ def finish(
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("rrf_retriever query trace: %s", trace)
     return SearchResult(hits, trace)
+
+
+def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],
+               run: StageRun) -> tuple[dict[str, float], list[LegTrace]]:
+    """The weak-leg rule (:mod:`~rrf_retriever.engine.weak_legs`) over the legs that answered: the weights to fuse
+    with, and the traces saying what it did (the leg's weight and note; ``stage_counts["weak_legs"]``). The query's
+    weights become the ones used (the trace's and the normalized score's)."""
+    decision = weak_leg_weights(ranked, used, leg_views([(n, leg) for n, leg in q.active if n in ranked]))
+    if not decision.notes:
+        return used, traces
+    q.weights = {**q.weights, **decision.weights}
+    run.counts["weak_legs"] = sum(1 for n in decision.notes if decision.weights[n] < used[n])
+    noted = [replace(t, weight=q.weights[t.name], note="; ".join(x for x in (t.note, decision.notes[t.name]) if x))
+             if t.name in decision.notes else t for t in traces]
+    return decision.weights, noted
 
 
 def _trace(q: Query, traces: list[LegTrace], warning_texts: tuple[str, ...], embed_ms: float,

@@ -72,7 +72,8 @@ class RetrievalSettings:
             (headroom for fusion).
         leg_timeout: Seconds a leg (and the query embedding) may take; None waits forever.
         on_error: ``"degrade"`` drops a failing leg from the query; ``"raise"`` re-raises its error.
-        fusion: ``"rrf"`` (default), ``"relative_score"`` or ``"dbsf"`` (:data:`rrf_retriever.fusion.FUSIONS`).
+        fusion: ``"rrf"`` (default), ``"relative_score"``, ``"dbsf"`` or ``"calibrated"``
+            (:data:`rrf_retriever.fusion.FUSIONS`).
         diversity: The MMR lambda in [0, 1] of the diversity stage (1 = the fused order); None (default): off.
         reranker: A reranker (:mod:`rrf_retriever.engine.rerank`: a callable ``(query, texts) -> scores`` or an
             object with ``rerank_hits``); None (default): no reranking. ``to_dict`` shows its name only.
@@ -82,6 +83,10 @@ class RetrievalSettings:
             the whole store, single-tenant only), with the query's ``exclude_ids``; its weight is
             ``weights[name]`` (default: the main dense leg's). Empty (default): none.
         expand_limit: At most this many neighbours from 1-hop expansion; None: ``top_k``.
+        weak_legs: The weak-leg rule (default on): a leg that cannot help this corpus or query (its embedder does
+            not speak the corpus language, reads only the start of long documents, or its top scores are all
+            equal) is weighted down before fusion (:mod:`rrf_retriever.engine.weak_legs`); a call's own
+            ``weights=`` are taken as given. False: the weights always hold.
 
     Example:
         >>> RetrievalSettings(weights={"dense": 1.0}).to_dict()["top_k"]
@@ -100,6 +105,7 @@ class RetrievalSettings:
     rerank_k: int | None = None
     dense_paths: Mapping[str, FilterSpec | Unscoped | None] = field(default_factory=lambda: MappingProxyType({}))
     expand_limit: int | None = None
+    weak_legs: bool = True
 
     def __post_init__(self) -> None:
         weights = check_mapping(self.weights, "weights", _WEIGHTS_ARE)
@@ -129,6 +135,9 @@ class RetrievalSettings:
         if self.expand_limit is not None:
             check_top_k(self.expand_limit, "expand_limit")
         object.__setattr__(self, "dense_paths", MappingProxyType(check_dense_paths(self.dense_paths) or {}))
+        if not isinstance(self.weak_legs, bool):
+            msg = f"weak_legs must be True or False, got {self.weak_legs!r}"
+            raise InvalidArgumentError(msg)
 
     @classmethod
     def field_names(cls) -> frozenset[str]:

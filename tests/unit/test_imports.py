@@ -44,6 +44,7 @@ EXPECTED_ALL = {
         "__version__",
         "as_embedding",
         "build_match_query",
+        "calibrated_score_fusion",
         "distribution_based_score_fusion",
         "normalize_scores",
         "relative_score_fusion",
