@@ -98,9 +98,9 @@ def window_spans(n: int, size: int, overlap: int, max_windows: int | None = None
     """The ``[start, end)`` windows over ``n`` tokens: at most ``size`` each, neighbours sharing >= ``overlap``.
 
     Starts step by ``size - overlap`` from 0; the last window ends at ``n`` and starts at ``n - size`` (a full
-    window: it may share more than ``overlap`` with the one before). ``n <= size``: the one window ``(0, n)`` (an empty text
-    too: it is embedded as it is). ``max_windows`` keeps the first that
-    many (the end of a longer text is then not covered; None: no cap). Deterministic.
+    window: it may share more than ``overlap`` with the one before). ``n <= size``: the one window ``(0, n)``
+    (an empty text too: it is embedded as it is). ``max_windows`` keeps the first that many (the end of a longer
+    text is then not covered; None: no cap). Deterministic.
 
     Example:
         >>> window_spans(600, size=254, overlap=32)
