@@ -214,7 +214,10 @@ def hybrid_and_store_check(c: Collection, rows: np.ndarray, counts: np.ndarray, 
             dense.flush()
             out[f"{label}_write_s"] = round(time.perf_counter() - t0, 2)
             out[f"{label}_points"] = dense.count()
-            out[f"{label}_bytes"] = sum(f.stat().st_size for f in (root / label).rglob("*") if f.is_file())
+            files = [f for f in (root / label).rglob("*") if f.is_file()]
+            out[f"{label}_bytes_allocated"] = sum(f.stat().st_blocks * 512 for f in files)  # files are sparse
+            out[f"{label}_vectors"] = int(len(c.doc_ids) if windows is None else np.minimum(counts + 1, cap).sum())
+            out[f"{label}_vector_mb"] = round(out[f"{label}_vectors"] * 384 * 4 / 1e6, 2)  # float32, before int8
             if label == "maxp":
                 same = 0
                 for qi in range(min(20, len(c.query_ids))):
@@ -240,13 +243,13 @@ def hybrid_and_store_check(c: Collection, rows: np.ndarray, counts: np.ndarray, 
 
 def ingest_cost(n_docs: int, cap: int, overlap: int) -> dict[str, Any]:
     """``from_texts`` with the real MiniLM on the first ``n_docs`` SciFact documents, one vector a document vs
-    ``cap`` windows, alternated three times; medians."""
+    ``cap`` windows, alternated twice; medians."""
     ds = load_beir(DATA / "scifact", split="test")
     ids = list(ds.corpus)[:n_docs]
     texts = [doc_text(ds.corpus[i]) for i in ids]
     model = MiniLMEmbedding()
     times: dict[str, list[float]] = {"single": [], "maxp": []}
-    for _ in range(3):
+    for _ in range(2):
         for label, windows in (("single", None), ("maxp", cap)):
             t0 = time.perf_counter()
             dense = QdrantEdgeDenseStore(model, max_windows=windows, window_overlap=overlap if windows else None)
@@ -258,6 +261,27 @@ def ingest_cost(n_docs: int, cap: int, overlap: int) -> dict[str, Any]:
             "runs_s": {k: [round(x, 1) for x in v] for k, v in times.items()}}
 
 
+def tables(results: dict[str, Any], cap: int) -> str:
+    """The Markdown tables of RESULTS.md from the results file."""
+    rows = ["| collection | docs | cut | windows/doc | dense single | dense MaxP | delta [95% CI] | hybrid single "
+            "| hybrid MaxP | delta [95% CI] | vectors (MB float32) | query ms single / MaxP |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key, r in results["collections"].items():
+        d, h = r["dense"][f"maxp-{cap}"], r["hybrid"]
+        rows.append(
+            f"| {key} | {r['docs']} | {r['docs_cut_pct']}% | {r['windows_per_doc_mean']} | {d['single']:.4f} | "
+            f"{d['maxp']:.4f} | {d['delta']:+.4f} [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}] | {h['single']:.4f} | "
+            f"{h['maxp']:.4f} | {h['delta']:+.4f} [{h['ci95'][0]:+.4f}, {h['ci95'][1]:+.4f}] | "
+            f"{r['single_vector_mb']} -> {r['maxp_vector_mb']} | {r['single_query_ms']} / {r['maxp_query_ms']} |")
+    caps = sorted({int(k.split("-")[1]) for r in results["collections"].values() for k in r["dense"]})
+    rows += ["", "| collection | " + " | ".join(f"dense MaxP-{c} (delta)" for c in caps) + " |",
+             "|---|" + "---|" * len(caps)]
+    for key, r in results["collections"].items():
+        cells = [f"{r['dense'][f'maxp-{c}']['maxp']:.4f} ({r['dense'][f'maxp-{c}']['delta']:+.4f})" for c in caps]
+        rows.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", nargs="*", default=list(COLLECTIONS))
@@ -266,11 +290,15 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=8, help="windows of the hybrid and the store check")
     parser.add_argument("--ingest-docs", type=int, default=200)
     parser.add_argument("--warm-only", action="store_true")
+    parser.add_argument("--tables", action="store_true", help="print the tables of the results file and stop")
     parser.add_argument("--out", default="multiwindow.json")
     args = parser.parse_args()
     out_file = RESULTS / args.out
     results: dict[str, Any] = json.loads(out_file.read_text()) if out_file.is_file() else {}
     results.setdefault("collections", {})
+    if args.tables:
+        print(tables(results, args.cap))
+        return
     for name in args.collections:
         c = load(name)
         t0 = time.perf_counter()
