@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, check_texts
+from rrf_retriever.embeddings.windows import DEFAULT_MAX_WINDOWS, DEFAULT_OVERLAP, check_window_settings, window_spans
 from rrf_retriever.errors import (
     DimensionMismatchError,
     EmbeddingError,
@@ -40,6 +41,12 @@ PRECISIONS = ("fp32", "int8")
 #: Texts tokenized together and re-sorted by token count in :meth:`MiniLMEmbedding.embed_array` (bounded so a
 #: million-text call never holds a million encodings).
 _SORT_WINDOW = 1024
+
+
+class _Pieces(NamedTuple):
+    """One window's token ids, as :meth:`MiniLMEmbedding._run` reads an encoding."""
+
+    ids: list[int]
 
 
 def default_cache_dir() -> Path:
@@ -205,6 +212,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         # and pads per batch.
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.no_padding()
+        self._full_tokenizer: Tokenizer | None = None
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -214,6 +222,70 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         reconfigure it.
         """
         return self._tokenizer
+
+    def embed_windows(
+        self,
+        texts: Sequence[str],
+        *,
+        max_windows: int = DEFAULT_MAX_WINDOWS,
+        overlap: int = DEFAULT_OVERLAP,
+        skip_first: bool = False,
+    ) -> list[np.ndarray]:
+        """Each text's window vectors, ``float32 [windows, 384]``: its word pieces cut by
+        :func:`~rrf_retriever.embeddings.windows.window_spans` into windows of ``max_length - 2`` (254) pieces
+        sharing ``overlap``, at most ``max_windows``, each embedded with the model's ``[CLS]`` / ``[SEP]`` around
+        it. The first window is the text as :meth:`embed_documents` reads it (the same tokens, the same vector);
+        ``skip_first`` leaves it out (a caller that has it already): a text within the limit then has no rows.
+
+        Example:
+            >>> emb = MiniLMEmbedding()  # doctest: +SKIP
+            >>> [w.shape for w in emb.embed_windows(["short", "word " * 600])]  # doctest: +SKIP
+            [(1, 384), (3, 384)]
+
+        Raises:
+            InvalidArgumentError: ``max_windows`` < 1 or ``overlap`` not in ``[0, max_length - 2)``.
+            EmbeddingError: onnxruntime or the tokenizer failed.
+        """
+        import numpy as np
+
+        items = check_texts(texts)
+        size = self.max_length - 2
+        check_window_settings(max_windows, overlap, size)
+        encodings = self._call_model(self._untruncated().encode_batch, items) if items else []
+        jobs: list[tuple[int, int, _Pieces]] = []  # (text, row, the window's pieces)
+        counts = []
+        for i, enc in enumerate(encodings):
+            ids, special = list(enc.ids), list(enc.special_tokens_mask)
+            lead = 1 if special and special[0] else 0
+            tail = 1 if len(special) > lead and special[-1] else 0
+            body = ids[lead : len(ids) - tail]
+            spans = window_spans(len(body), size, overlap, max_windows)[1 if skip_first else 0 :]
+            counts.append(len(spans))
+            jobs.extend((i, row, _Pieces(ids[:lead] + body[s:e] + ids[len(ids) - tail :]))
+                        for row, (s, e) in enumerate(spans))
+        out = [np.zeros((n, 384), dtype=np.float32) for n in counts]
+        jobs.sort(key=lambda job: len(job[2].ids))
+        with self._progress(len(jobs)) as bar:
+            for start in range(0, len(jobs), self.batch_size):
+                part = jobs[start : start + self.batch_size]
+                for (i, row, _), vector in zip(part, self._run_job([job[2] for job in part])):
+                    out[i][row] = vector
+                bar.update(len(part))
+        if not all(np.isfinite(w).all() for w in out):
+            msg = "MiniLM returned NaN or infinity"
+            raise DimensionMismatchError(msg)
+        return out
+
+    def _untruncated(self) -> Tokenizer:
+        """A second tokenizer, reading whole texts (the model's own truncates at :attr:`max_length`)."""
+        if self._full_tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            self._full_tokenizer = tokenizer
+        return self._full_tokenizer
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self._run(self._tokenizer.encode_batch(texts))

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import RRFRetrieverError, missing_dependency
 from rrf_retriever.stores.qdrant.points import DENSE_VECTOR_NAME, Point
 
@@ -73,11 +74,13 @@ class Saved:
         dimension: The dense vector's dimension (None: the layout has none).
         params: The BM25 settings saved with it, unchecked (None: the layout has none).
         payload_schema: Its payload indexes, ``{field: info with .data_type}`` (None: unknown).
+        windows: The dense vector holds each document's windows (a multivector) cut so; None: one vector.
     """
 
     dimension: int | None = None
     params: Any = None
     payload_schema: Mapping[str, Any] | None = None
+    windows: WindowSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,9 @@ class Backend(ABC):
         sync_api: What sync calls get as ``api``.
         async_api: What async calls get as ``api``; None: no native async (the store uses a worker thread).
         where: Names the collection in errors (``"collection 'docs'"``).
+        windows: The dense layout's points hold a multivector of document windows, scored by their best window
+            (Qdrant's ``MAX_SIM`` with a one-row query: the largest cosine); None: one vector per point. Set by
+            the store before the collection is created, or read from the existing collection.
     """
 
     layout: Layout
@@ -131,6 +137,7 @@ class Backend(ABC):
     sync_api: Any = None
     async_api: Any = None
     where: str = ""
+    windows: WindowSettings | None = None
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout

@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import (
     InvalidArgumentError,
     RRFRetrieverError,
@@ -31,10 +32,12 @@ from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.ops import then
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
 
-__all__ = ["METADATA_PARAMS_KEY", "ClientBackend"]
+__all__ = ["METADATA_PARAMS_KEY", "METADATA_WINDOWS_KEY", "ClientBackend"]
 
 #: Where the BM25 settings live in the collection's metadata.
 METADATA_PARAMS_KEY = "rrf_retriever_bm25"
+#: Where a collection of document windows keeps its window settings in its metadata.
+METADATA_WINDOWS_KEY = "rrf_retriever_windows"
 #: Errors of qdrant-client and its transports that mean the server cannot be reached.
 _UNREACHABLE = frozenset({"ResponseHandlingException", "ConnectError", "ConnectTimeout", "ReadTimeout", "RpcError"})
 
@@ -142,7 +145,18 @@ class ClientBackend(Backend):
     def _saved_of(self, info: Any) -> Saved:
         params = self._bm25_params_of(info) if self.layout.sparse else None
         dimension = self._dense_size_of(info) if self.layout.dense is not None else None
-        return Saved(dimension, params, getattr(info, "payload_schema", None))
+        return Saved(dimension, params, getattr(info, "payload_schema", None), self._windows_of(info))
+
+    def _windows_of(self, info: Any) -> WindowSettings | None:
+        """The window settings of a dense collection whose vector is a multivector (None: one vector a point)."""
+        vectors = info.config.params.vectors
+        if self.layout.dense != "" or vectors is None:
+            return None
+        if isinstance(vectors, Mapping):
+            vectors = vectors.get("")
+        if getattr(vectors, "multivector_config", None) is None:
+            return None
+        return WindowSettings.from_saved((info.config.metadata or {}).get(METADATA_WINDOWS_KEY))
 
     def _bm25_params_of(self, info: Any) -> Any:
         sparse = info.config.params.sparse_vectors or {}
@@ -179,10 +193,14 @@ class ClientBackend(Backend):
         models = self.models
         name = self.layout.dense
         vectors: Any = {}
-        if name is not None:
-            dense = models.VectorParams(size=dimension, distance=models.Distance.COSINE)
-            vectors = dense if name == "" else {name: dense}
         extra: dict[str, Any] = dict(self._cluster)
+        if name is not None:
+            multi = None
+            if self.windows is not None and name == "":  # each document's windows, scored by the best one
+                multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+                extra["metadata"] = {METADATA_WINDOWS_KEY: self.windows.as_saved()}
+            dense = models.VectorParams(size=dimension, distance=models.Distance.COSINE, multivector_config=multi)
+            vectors = dense if name == "" else {name: dense}
         if self.layout.sparse:
             extra["sparse_vectors_config"] = {
                 SPARSE_VECTOR_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)
@@ -231,9 +249,14 @@ class ClientBackend(Backend):
         corpus = models.Filter(must=[models.HasVectorCondition(has_vector=SPARSE_VECTOR_NAME)])
         return models.SearchParams(idf=models.IdfCorpusParams(corpus=corpus))
 
+    def _dense_query(self, query: DenseQuery) -> Any:
+        """The query vector as the collection compares it: a one-row multivector against document windows."""
+        return [query.vector] if self.windows is not None else query.vector
+
     def search(self, api: Any, query: Query) -> Any:
         if isinstance(query, DenseQuery):
-            response = api.query_points(self.collection_name, query=query.vector, using=self.layout.dense or None,
+            response = api.query_points(self.collection_name, query=self._dense_query(query),
+                                        using=self.layout.dense or None,
                                         query_filter=query.filter, limit=query.limit, with_payload=True)
         else:
             response = api.query_points(
@@ -251,7 +274,8 @@ class ClientBackend(Backend):
         """One query as a ``QueryRequest`` of ``query_batch_points``."""
         models = self.models
         if isinstance(query, DenseQuery):
-            return models.QueryRequest(query=query.vector, using=self.layout.dense or None, filter=query.filter,
+            return models.QueryRequest(query=self._dense_query(query), using=self.layout.dense or None,
+                                       filter=query.filter,
                                        limit=query.limit, with_payload=True)
         return models.QueryRequest(query=models.SparseVector(indices=query.indices, values=query.values),
                                    using=SPARSE_VECTOR_NAME, filter=query.filter, params=self._idf_params(query),

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, StoreError, StoreUnavailableError
 from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.stores.qdrant.backend import (
@@ -181,6 +182,7 @@ class EdgeBackend(Backend):
                 msg = f"the shard at {shard_dir} was created with index={kind!r}, not {self._asked_index!r}"
                 raise InvalidArgumentError(msg)
             self.index = kind
+            self.windows = WindowSettings.from_saved(meta["windows"]) if "windows" in meta else None
         shard_dir = self.path / _SHARD_DIR
         try:
             self._shard = self.qe.EdgeShard.load(str(shard_dir))
@@ -191,7 +193,7 @@ class EdgeBackend(Backend):
         with contextlib.suppress(Exception):  # indexes already built persist with the shard
             schema = self._shard.info().payload_schema
         self._dimension = dimension
-        self._saved = Saved(dimension, meta.get("bm25") if self.layout.sparse else None, schema)
+        self._saved = Saved(dimension, meta.get("bm25") if self.layout.sparse else None, schema, self.windows)
 
     def _release_lock(self) -> None:
         fh, self._lock_fh = self._lock_fh, None
@@ -272,7 +274,10 @@ class EdgeBackend(Backend):
     def _meta(self, dimension: int | None, params: dict[str, Any] | None) -> dict[str, Any]:
         """What the meta file says of a shard of this layout."""
         if self.layout is DENSE_LAYOUT:
-            return {"dimension": dimension, "distance": "cosine", "index": self.index}
+            meta: dict[str, Any] = {"dimension": dimension, "distance": "cosine", "index": self.index}
+            if self.windows is not None:
+                meta["windows"] = self.windows.as_saved()
+            return meta
         if self.layout is KEYWORD_LAYOUT:
             return {"bm25": params}
         return {"vectors": _JOINT_VECTORS, "dimension": dimension, "distance": "cosine", "bm25": params}
@@ -285,7 +290,10 @@ class EdgeBackend(Backend):
         config: dict[str, Any] = {}
         name = self.layout.dense
         if name is not None:
-            dense = qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
+            multi = None
+            if self.windows is not None and name == "":  # each document's windows, scored by the best one
+                multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
+            dense = qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine, multivector_config=multi)
             config["vectors"] = dense if name == "" else {name: dense}
         if self.layout.sparse:
             config["sparse_vectors"] = {SPARSE_VECTOR_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
@@ -368,7 +376,8 @@ class EdgeBackend(Backend):
         qe = self.qe
         if isinstance(query, DenseQuery):
             name = self.layout.dense
-            nearest = qe.Query.Nearest(query.vector, using=name) if name else qe.Query.Nearest(query.vector)
+            vector: Any = [query.vector] if self.windows is not None else query.vector  # one row: MAX_SIM is max
+            nearest = qe.Query.Nearest(vector, using=name) if name else qe.Query.Nearest(vector)
             params = qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef, quantization=self._quantization())
         else:
             nearest = qe.Query.Nearest(qe.SparseVector(query.indices, query.values), using=SPARSE_VECTOR_NAME)

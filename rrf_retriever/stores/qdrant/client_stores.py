@@ -82,9 +82,14 @@ class QdrantDenseStore(_OnClient, DenseKind):
             queries on them never build an index themselves.
         max_auto_indexes: How many payload indexes a filtered query may build on first use (default 8); past it,
             other keys are filtered without an index (correct, slower).
+        max_windows: Embed a long document in up to this many windows of the model's length and score it by its
+            best window (MaxP; :mod:`~rrf_retriever.stores.qdrant.dense`); 1: one vector a document; None (the
+            default): the collection's own, else 1. Measured in benchmarks/RESULTS.md ("Long documents").
+        window_overlap: Tokens neighbouring windows share (None: the collection's, else 32).
 
     Raises:
         MissingDependencyError: qdrant-client is not installed (extra ``qdrant``).
+        InvalidArgumentError: ``max_windows`` / ``window_overlap`` out of range or unlike the collection's.
         StoreLockedError: ``path`` is open in another client.
         StoreUnavailableError: the server cannot be reached.
         StoreError: the collection exists with only named vectors.
@@ -110,8 +115,11 @@ class QdrantDenseStore(_OnClient, DenseKind):
         batch_size: int = UPSERT_BATCH,
         index_keys: Sequence[str] = (),
         max_auto_indexes: int = MAX_AUTO_INDEXES,
+        max_windows: int | None = None,
+        window_overlap: int | None = None,
     ) -> None:
-        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
+                         max_windows=max_windows, window_overlap=window_overlap)
         self._open(ClientBackend(
             DENSE_LAYOUT, type(self).__name__, client=client, location=location, path=path, url=url,
             api_key=api_key, collection_name=collection_name, async_client=async_client,

@@ -2,7 +2,13 @@
 
 It implements :class:`~rrf_retriever.stores.base.DenseStore`: cosine similarity (higher is better), the scope
 (filter + ``exclude_ids``) applied inside Qdrant's search, before its top-k. The collection is created on the
-first ``add`` with the vectors' dimension. Public classes:
+first ``add`` with the vectors' dimension.
+
+Long documents (``max_windows`` >= 2): the unnamed vector is a multivector of each document's windows
+(:mod:`~rrf_retriever.embeddings.windows`; the first is the document's own vector, as the model reads it whole,
+the others from :func:`~rrf_retriever.embeddings.window_vectors.tail_windows`), compared by Qdrant's ``MAX_SIM``
+with a one-row query: a document scores as its best window (MaxP). Still one point per document, so filters,
+``exclude_ids``, deletes, replacement, ``get`` and ``top_k`` count documents as before. Public classes:
 :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore` (qdrant-client) and
 :class:`~rrf_retriever.stores.qdrant.QdrantEdgeDenseStore` (qdrant-edge).
 """
@@ -13,25 +19,72 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
+from rrf_retriever.embeddings.window_vectors import tail_windows
+from rrf_retriever.embeddings.windows import DEFAULT_OVERLAP, WindowSettings, check_window_settings
+from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.qdrant.backend import Saved
 from rrf_retriever.stores.qdrant.common import QdrantStore
-from rrf_retriever.stores.qdrant.ops import Steps
-from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, Point, Vectors, make_payload, point_id
+from rrf_retriever.stores.qdrant.ops import Steps, in_thread
+from rrf_retriever.stores.qdrant.points import (
+    CONTENT_KEY,
+    ExcludeIds,
+    Metadatas,
+    Point,
+    Vectors,
+    make_payload,
+    point_id,
+)
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import validate_batch
 from rrf_retriever.vectors import validate_vectors
 
-__all__ = ["DenseBatch", "DenseKind", "prepare_dense_batch"]
+__all__ = ["DenseBatch", "DenseKind", "prepare_dense_batch", "window_settings", "with_windows"]
 
 
 class DenseBatch(NamedTuple):
-    """A validated batch with its dense vectors, ready to write."""
+    """A validated batch with its dense vectors (each a list of window vectors in a store of windows), ready to
+    write."""
 
     ids: list[str]
     payloads: list[dict[str, Any]]
-    vectors: list[list[float]]
+    vectors: list[Any]
     dimension: int
+
+
+def window_settings(max_windows: object, window_overlap: object) -> WindowSettings | None:
+    """The settings a store was asked for: None for ``max_windows`` None (the collection's own, else one vector),
+    :class:`~rrf_retriever.embeddings.windows.WindowSettings` with ``max_windows=1`` for one vector a document.
+
+    Example:
+        >>> window_settings(4, None)
+        WindowSettings(max_windows=4, overlap=32)
+
+    Raises:
+        InvalidArgumentError: ``max_windows`` < 1 or a negative ``window_overlap``.
+    """
+    if max_windows is None and window_overlap is None:
+        return None
+    windows, overlap = check_window_settings(1 if max_windows is None else max_windows,
+                                             DEFAULT_OVERLAP if window_overlap is None else window_overlap)
+    return WindowSettings(windows, overlap)
+
+
+def with_windows(embedding: BaseEmbeddingAdapter, batch: DenseBatch, settings: WindowSettings) -> DenseBatch:
+    """``batch`` with each document's vector followed by its other windows' (embedded from its text now).
+
+    Raises:
+        EmbeddingError: the model failed.
+        DimensionMismatchError: a window vector of another dimension than the batch's.
+    """
+    texts = [str(p[CONTENT_KEY]) for p in batch.payloads]
+    tails = tail_windows(embedding, texts, settings.max_windows, settings.overlap)
+    for rows in tails:
+        for row in rows:
+            if len(row) != batch.dimension:
+                msg = f"a window vector has dimension {len(row)}, the documents' {batch.dimension}"
+                raise DimensionMismatchError(msg)
+    return batch._replace(vectors=[[first, *rows] for first, rows in zip(batch.vectors, tails)])
 
 
 def prepare_dense_batch(
@@ -78,13 +131,36 @@ class DenseKind(QdrantStore):
         batch_size: Points per upsert request.
         index_keys: Metadata keys to index as documents are written.
         max_auto_indexes: How many payload indexes a filtered query may build on first use.
+        max_windows: Windows a long document is embedded in, at most (>= 2: a collection of windows, scored by
+            the best; 1: one vector a document; None: the existing collection's, else 1). Another value than an
+            existing collection's is an error.
+        window_overlap: Tokens (words for a model without ``embed_windows``) neighbouring windows share (None:
+            the collection's, else 32).
     """
 
     embedding: BaseEmbeddingAdapter
 
-    def __init__(self, embedding: Any, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int) -> None:
+    def __init__(
+        self, embedding: Any, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int,
+        max_windows: int | None = None, window_overlap: int | None = None,
+    ) -> None:
         self.embedding = as_embedding(embedding)
+        self._asked_windows = window_settings(max_windows, window_overlap)
         super().__init__(batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+
+    @property
+    def max_windows(self) -> int:
+        """Windows a document is embedded in, at most (1: one vector a document)."""
+        windows = self.backend.windows
+        if windows is None and not self._known() and self._asked_windows is not None:
+            return self._asked_windows.max_windows  # before the first add
+        return 1 if windows is None else windows.max_windows
+
+    @property
+    def window_overlap(self) -> int:
+        """Tokens neighbouring windows share (the default where the store keeps one vector a document)."""
+        windows = self.backend.windows or self._asked_windows
+        return DEFAULT_OVERLAP if windows is None else windows.overlap
 
     # -- public operations -------------------------------------------------------------------------------
     def add(
@@ -101,12 +177,18 @@ class DenseKind(QdrantStore):
         """
         self.backend.check_open()
         batch = prepare_dense_batch(self.embedding, self._dimension, ids, texts, metadatas, vectors)
+        windows = self._windows_for_writes()
+        if windows is not None and batch.ids:
+            batch = with_windows(self.embedding, batch, windows)
         self._run(self._add_steps(batch))
 
     async def aadd(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas = None, vectors: Vectors = None
     ) -> None:
-        """Async :meth:`add` (native with an async client, texts embedded by ``aembed_documents``)."""
+        """Async :meth:`add` (native with an async client, texts embedded by ``aembed_documents``; a store of
+        windows runs :meth:`add` in a worker thread)."""
+        if self._windows_for_writes() is not None:
+            return await in_thread(self.add, ids, texts, metadatas, vectors)
         if self.backend.async_api is None:
             return await super().aadd(ids, texts, metadatas, vectors)
         vectors = await embed_if_needed(self.embedding, ids, texts, metadatas, vectors)
@@ -138,10 +220,23 @@ class DenseKind(QdrantStore):
                                           self.search, vector, limit, filter, exclude_ids)
 
     # -- the kind's hooks and steps ----------------------------------------------------------------------
+    def _windows_for_writes(self) -> WindowSettings | None:
+        """The windows an add writes: the collection's, else (not created yet) those asked for."""
+        if self._known() or (self._run(self._ready_steps())):
+            return self.backend.windows
+        asked = self._asked_windows
+        return asked if asked is not None and asked.max_windows > 1 else None
+
     def _known(self) -> bool:
         return self._dimension is not None
 
     def _take(self, saved: Saved) -> None:
+        asked = self._asked_windows
+        if asked is not None and (asked.max_windows > 1 or saved.windows is not None) and asked != saved.windows:
+            have = "one vector a document" if saved.windows is None else saved.windows
+            msg = f"{self.backend.where} holds {have}, not the windows asked ({asked}); open it without max_windows"
+            raise InvalidArgumentError(msg)
+        self.backend.windows = saved.windows
         self._dimension = saved.dimension
 
     def _created(self, dimension: int | None, params: dict[str, Any] | None) -> None:
@@ -152,11 +247,17 @@ class DenseKind(QdrantStore):
         if not ids:
             return
         if not (yield from self._ready_steps()):
+            asked = self._asked_windows
+            self.backend.windows = asked if asked is not None and asked.max_windows > 1 else None
             yield from self._create_steps(dim, None)
         self._check_dimension(dim)
         if self.index_keys and self.backend.indexes_payload:  # before the points: see PayloadIndexes.write_steps
             yield from self.indexes.write_steps(self.backend, payloads)
         pids = [point_id(i) for i in ids]
+
+        if (self.backend.windows is not None) != bool(vectors and isinstance(vectors[0][0], list)):
+            msg = "another writer changed the collection's layout (windows or not) during this add; add again"
+            raise InvalidArgumentError(msg)
 
         def chunk_points(chunk: slice) -> list[Point]:
             return [Point(p, v, None, pl) for p, v, pl in zip(pids[chunk], vectors[chunk], payloads[chunk])]

@@ -116,6 +116,8 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
             queries on them never build an index themselves.
         max_auto_indexes: How many payload indexes a filtered query may build on first use (default 8); past it,
             other keys are filtered without an index (correct, slower).
+        max_windows, window_overlap: As for :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore` (saved in
+            the meta file; another value than the shard's is an error).
 
     Raises:
         MissingDependencyError: qdrant-edge-py is not installed (extra ``qdrant``).
@@ -135,8 +137,11 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         max_auto_indexes: int = MAX_AUTO_INDEXES,
         index: str | None = None,
         auto_optimize: bool | int = True,
+        max_windows: int | None = None,
+        window_overlap: int | None = None,
     ) -> None:
-        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
+                         max_windows=max_windows, window_overlap=window_overlap)
         if index is not None and index not in INDEX_KINDS:
             msg = f"index must be one of {list(INDEX_KINDS)} or None, got {index!r}"
             raise InvalidArgumentError(msg)

@@ -76,12 +76,12 @@ SparseValues = tuple[list[int], list[float]]
 class Point(NamedTuple):
     """One point to write, in no engine's types (each backend builds its own models from it).
 
-    ``dense`` is the dense vector (None: the point has none, or a rewrite keeps the stored one), ``sparse`` the
-    BM25 values, ``payload`` None only for a vector update.
+    ``dense`` is the dense vector (a list of window vectors in a collection of windows; None: the point has none,
+    or a rewrite keeps the stored one), ``sparse`` the BM25 values, ``payload`` None only for a vector update.
     """
 
     pid: str
-    dense: list[float] | None
+    dense: list[float] | list[list[float]] | None
     sparse: SparseValues | None
     payload: dict[str, Any] | None
 
@@ -178,5 +178,7 @@ def record_of(pid: Any, payload: Mapping[str, Any] | None, vector: Any, dense_na
     hit = hit_of(pid, payload, 0.0)
     if isinstance(vector, Mapping):  # named vectors came back: take the dense one
         vector = vector.get(dense_name) if dense_name is not None else None
+    if isinstance(vector, Sequence) and vector and isinstance(vector[0], Sequence):
+        vector = vector[0]  # a document's windows: its first, the vector of the document as the model reads it
     vec = [float(x) for x in vector] if vector is not None and dense_name is not None else None
     return Record(id=hit.id, text=hit.text, metadata=hit.metadata, vector=vec)
