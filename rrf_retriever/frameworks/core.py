@@ -293,11 +293,19 @@ class RetrieverCore:
 
     def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
         """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing)."""
-        return self.engine.add(*self._document_batch(documents, ids))
+        written = self.engine.add(*self._document_batch(documents, ids))
+        self._keep_objects(documents)
+        return written
 
     async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
         """Async twin of :meth:`add_documents`."""
-        return await self.engine.aadd(*self._document_batch(documents, ids))
+        written = await self.engine.aadd(*self._document_batch(documents, ids))
+        self._keep_objects(documents)
+        return written
+
+    def _keep_objects(self, documents: Sequence[Any]) -> None:
+        for side in self._sides:
+            side._keep_objects(self, documents)  # type: ignore[arg-type]  # self is every side
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store (all or none)."""

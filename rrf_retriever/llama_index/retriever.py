@@ -37,7 +37,7 @@ from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, missin
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.llama_index.filters import from_llama_index, is_llama_index_filter
-from rrf_retriever.llama_index.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.llama_index.nodes import index_objects, node_batch, node_record, to_node_with_score
 from rrf_retriever.llama_index.rerankers import as_postprocessor_reranker
 from rrf_retriever.metadata import REF_DOC_ID_KEY
 from rrf_retriever.scope.tree import FilterNode
@@ -126,8 +126,11 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         """Upsert LlamaIndex nodes by node id into every store (all or none), as a LlamaIndex index does.
 
         Each node keeps its id, text, metadata, ``ref_doc_id``, relationships and excluded keys (they come back
-        from ``retrieve``). The text is embedded by the retriever's own model: ``node.embedding`` is not used (a
-        vector of the right size from another model would rank silently wrong).
+        from ``retrieve``). An ``IndexNode(obj=..., index_id=...)`` comes back an ``IndexNode``; its object is kept
+        in memory in ``object_map`` (not stored: after a reopen, pass ``object_map={index_id: obj}``), so
+        ``retrieve`` follows it as LlamaIndex's own indexes do (the object's results replace the node). The text
+        is embedded by the retriever's own model: ``node.embedding`` is not used (a vector of the right size from
+        another model would rank silently wrong).
 
         Returns:
             The node ids written.
@@ -137,11 +140,20 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
             >>> retriever.insert_nodes([TextNode(id_="c1", text="chunk one")])  # doctest: +SKIP
             ['c1']
         """
-        return self.engine.add(*node_batch(nodes))
+        written = self.engine.add(*node_batch(nodes))
+        self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
+        return written
 
     async def ainsert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
         """Async twin of :meth:`insert_nodes`."""
-        return await self.engine.aadd(*node_batch(nodes))
+        written = await self.engine.aadd(*node_batch(nodes))
+        self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
+        return written
+
+    def _keep_objects(self, documents: Sequence[Any]) -> None:
+        """An ``IndexNode``'s object (a retriever, a query engine, ...) into ``object_map`` under its ``index_id``,
+        as LlamaIndex's indexes do: ``retrieve`` follows it (see :mod:`~rrf_retriever.llama_index.nodes`)."""
+        self.object_map.update(index_objects(documents))
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Delete every node of the source document ``ref_doc_id`` (its chunks, or a ``Document`` inserted whole)
@@ -176,6 +188,8 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         self._node_score = score
         BaseRetriever.__init__(self, callback_manager=kwargs.get("callback_manager"),
                                object_map=kwargs.get("object_map"), verbose=kwargs.get("verbose", False))
+        if kwargs.get("object_map") is not None:  # the caller's dict itself, even empty: a scoped copy shares it
+            self.object_map = kwargs["object_map"]
 
     def _side_kwargs(self) -> dict[str, Any]:
         return {"callback_manager": self.callback_manager, "object_map": self.object_map, "score": self._node_score}
