@@ -27,6 +27,8 @@ templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` 
 
 from __future__ import annotations
 
+import copy
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +55,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent"]
+__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent", "can_size", "sized"]
 
 dispatcher = get_dispatcher(__name__)
 #: What ``NodeWithScore.score`` may hold (the ``score=`` keyword).
@@ -80,6 +82,40 @@ def _hit(nws: NodeWithScore) -> Hit:
     return Hit(node_id, text, metadata, float(nws.score or 0.0))
 
 
+def can_size(retriever: BaseRetriever) -> bool:
+    """Whether ``retriever`` says how many results it gives by a settable int ``similarity_top_k`` (an attribute,
+    as ``BM25Retriever`` has, or a property with a setter, as ``VectorIndexRetriever`` has)."""
+    attr = inspect.getattr_static(retriever, "similarity_top_k", None)
+    if isinstance(attr, property):
+        return attr.fset is not None and isinstance(attr.__get__(retriever), int)
+    return isinstance(attr, int) and not isinstance(attr, bool)
+
+
+def sized(retriever: BaseRetriever, k: int) -> BaseRetriever:
+    """A shallow copy of ``retriever`` asked for ``k`` results through its ``similarity_top_k`` (:func:`can_size`),
+    at most a ``BM25Retriever``'s corpus size (it refuses a larger k); else ``retriever`` itself. The user's
+    retriever is never changed (the copy shares its index).
+
+    Example:
+        >>> from llama_index.core.schema import NodeWithScore
+        >>> class Fixed(BaseRetriever):
+        ...     similarity_top_k = 2
+        ...     def _retrieve(self, query_bundle) -> list[NodeWithScore]:
+        ...         return []
+        >>> mine = Fixed()
+        >>> sized(mine, 12).similarity_top_k, mine.similarity_top_k
+        (12, 2)
+    """
+    if not can_size(retriever):
+        return retriever
+    scores = getattr(retriever.__dict__.get("bm25"), "scores", None)  # llama-index-retrievers-bm25's bm25s index
+    if isinstance(scores, dict) and scores.get("num_docs"):
+        k = min(k, int(scores["num_docs"]))
+    out = copy.copy(retriever)
+    out.similarity_top_k = k  # type: ignore[attr-defined]  # can_size checked it is a settable int
+    return out
+
+
 class LlamaIndexSide(FrameworkSide, BaseRetriever):
     """LlamaIndex's half, a LlamaIndex ``BaseRetriever``: ``retrieve``/``aretrieve`` answer through ``_retrieve`` /
     ``_aretrieve`` (LlamaIndex's base is a plain class, so the side carries it; LangChain's is a pydantic model,
@@ -95,17 +131,20 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
 
     @staticmethod
     def leg_for(source: Any, id_key: str | None) -> FunctionLeg | None:
-        """A LlamaIndex retriever as a read-only leg (its node ids and scores are kept)."""
+        """A LlamaIndex retriever as a read-only leg (its node ids and scores are kept). Each call asks a copy of it
+        for the number of hits wanted (:func:`sized`): under a filter, the post-filter then fills the page
+        (:class:`~rrf_retriever.engine.FunctionLeg`); a retriever without ``similarity_top_k`` gives what it gives,
+        and the trace says so."""
         if not isinstance(source, BaseRetriever):
             return None
 
         def search(query: str, limit: int) -> list[Hit]:
-            return [_hit(n) for n in source.retrieve(query)[:limit]]
+            return [_hit(n) for n in sized(source, limit).retrieve(query)[:limit]]
 
         async def asearch(query: str, limit: int) -> list[Hit]:
-            return [_hit(n) for n in (await source.aretrieve(query))[:limit]]
+            return [_hit(n) for n in (await sized(source, limit).aretrieve(query))[:limit]]
 
-        return FunctionLeg(search, asearch)
+        return FunctionLeg(search, asearch, sized=can_size(source))
 
     @staticmethod
     def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
