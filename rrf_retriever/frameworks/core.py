@@ -30,6 +30,7 @@ from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
 from rrf_retriever.metadata import public_metadata
+from rrf_retriever.progress import progress_shown
 from rrf_retriever.types import Record, SearchResult
 from rrf_retriever.validate import check_mapping
 
@@ -161,6 +162,7 @@ class RetrieverCore:
         location: str | None = None,
         api_key: str | None = None,
         analyzer: Analyzer | str | None = None,
+        show_progress: bool | None = None,
         **kwargs: Any,
     ) -> Any:
         """Build the embedded default stack and index ``texts``.
@@ -195,6 +197,8 @@ class RetrieverCore:
                 language name (``analyzer="german"`` is ``Analyzer(language="german")``: Snowball stemming and
                 stopwords). Default: English (Porter); CJK text is cut into bigrams either way. An index at ``path``
                 remembers it (its manifest and store); reopening with another is an error, None uses the index's.
+            show_progress: Progress bars while indexing ``texts``: True every bar, False none, None (default) only
+                for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
         embedding = resolve_embedding(embedding, kwargs)
@@ -212,8 +216,8 @@ class RetrieverCore:
                 built.index.close()
             raise
         try:
-            if texts:
-                retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
+            if texts:  # no ids: content_ids (re-runs upsert)
+                retriever.add_texts(texts, metadatas=metadatas, ids=ids, show_progress=show_progress)
             if built.index is not None:
                 refresh_manifest(built.index.root, retriever.engine)
                 remember_open(built.index.root, retriever.engine)
@@ -235,11 +239,12 @@ class RetrieverCore:
         return cls.from_texts([], embedding, path=path, **kwargs)
 
     @classmethod
-    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
+    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, *, show_progress: bool | None = None,
+                       **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
-            retriever.add_documents(documents)
+            retriever.add_documents(documents, show_progress=show_progress)
         return retriever
 
     # ---- writes -----------------------------------------------------------------------------------------
@@ -276,30 +281,43 @@ class RetrieverCore:
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool | None = None,
     ) -> list[str]:
-        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids."""
+        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids.
+        ``show_progress``: True draws every progress bar of this write, False none (default: see
+        :mod:`rrf_retriever.progress`)."""
         text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return self.engine.add(id_list, text_list, metadatas)
+        with progress_shown(show_progress):
+            return self.engine.add(id_list, text_list, metadatas)
 
     async def aadd_texts(
         self,
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
         text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return await self.engine.aadd(id_list, text_list, metadatas)
+        with progress_shown(show_progress):
+            return await self.engine.aadd(id_list, text_list, metadatas)
 
-    def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
-        """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing)."""
-        written = self.engine.add(*self._document_batch(documents, ids))
+    def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
+                      show_progress: bool | None = None) -> list[str]:
+        """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing).
+        ``show_progress``: as for :meth:`add_texts`."""
+        with progress_shown(show_progress):
+            written = self.engine.add(*self._document_batch(documents, ids))
         self._keep_objects(documents)
         return written
 
-    async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
+    async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
+                             show_progress: bool | None = None) -> list[str]:
         """Async twin of :meth:`add_documents`."""
-        written = await self.engine.aadd(*self._document_batch(documents, ids))
+        with progress_shown(show_progress):
+            written = await self.engine.aadd(*self._document_batch(documents, ids))
         self._keep_objects(documents)
         return written
 

@@ -42,6 +42,7 @@ from rrf_retriever.llama_index.filters import from_llama_index, is_llama_index_f
 from rrf_retriever.llama_index.nodes import index_objects, node_batch, node_record, to_node_with_score
 from rrf_retriever.llama_index.rerankers import as_postprocessor_reranker
 from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.progress import progress_shown
 from rrf_retriever.scope.tree import FilterNode
 from rrf_retriever.types import FusedHit, Hit, SearchResult
 from rrf_retriever.validate import check_id
@@ -161,7 +162,7 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         """A LlamaIndex ``MetadataFilters`` / ``MetadataFilter`` translated (:mod:`~.llama_index.filters`)."""
         return from_llama_index(flt) if is_llama_index_filter(flt) else None
 
-    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+    def insert_nodes(self, nodes: Sequence[BaseNode], *, show_progress: bool | None = None) -> list[str]:
         """Upsert LlamaIndex nodes by node id into every store (all or none), as a LlamaIndex index does.
 
         Each node keeps its id, text, metadata, ``ref_doc_id``, relationships and excluded keys (they come back
@@ -169,7 +170,7 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         in memory in ``object_map`` (not stored: after a reopen, pass ``object_map={index_id: obj}``), so
         ``retrieve`` follows it as LlamaIndex's own indexes do (the object's results replace the node). The text
         is embedded by the retriever's own model: ``node.embedding`` is not used (a vector of the right size from
-        another model would rank silently wrong).
+        another model would rank silently wrong). ``show_progress``: as for ``add_texts``.
 
         Returns:
             The node ids written.
@@ -179,13 +180,15 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
             >>> retriever.insert_nodes([TextNode(id_="c1", text="chunk one")])  # doctest: +SKIP
             ['c1']
         """
-        written = self.engine.add(*node_batch(nodes))
+        with progress_shown(show_progress):
+            written = self.engine.add(*node_batch(nodes))
         self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
         return written
 
-    async def ainsert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], *, show_progress: bool | None = None) -> list[str]:
         """Async twin of :meth:`insert_nodes`."""
-        written = await self.engine.aadd(*node_batch(nodes))
+        with progress_shown(show_progress):
+            written = await self.engine.aadd(*node_batch(nodes))
         self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
         return written
 

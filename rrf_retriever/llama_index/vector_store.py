@@ -54,6 +54,7 @@ from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import index_objects, node_batch, stored_node, to_node_with_score
 from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever
 from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.progress import check_show_progress, progress_shown
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
 from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import SearchResult
@@ -97,6 +98,9 @@ class RRFVectorStore(BasePydanticVectorStore):
 
     Args:
         path: An index directory (reopened with its data), or None: in memory.
+        show_progress: Our progress bars while nodes are written (the upsert): True always, False never, None
+            (default) for long work on a terminal only; ``add(nodes, show_progress=...)`` per call. LlamaIndex's
+            own bars (embedding) follow ``VectorStoreIndex(show_progress=...)``.
         **kwargs: What :meth:`LlamaIndexRRFRetriever.from_texts <rrf_retriever.EnsembleRRFRetriever.from_texts>`
             takes besides the embedding: ``keyword="fts5"``, ``weights``, ``rrf_k``, ``fetch_k``, ...
 
@@ -109,13 +113,15 @@ class RRFVectorStore(BasePydanticVectorStore):
     is_embedding_query: bool = True
     flat_metadata: bool = False
     path: str | None = None
+    show_progress: bool | None = None
 
     _retriever: LlamaIndexRRFRetriever = PrivateAttr()
     _objects: dict[str, Any] = PrivateAttr(default_factory=dict)  # IndexNode objects by index_id, in memory
 
-    def __init__(self, path: str | Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, path: str | Path | None = None, *, show_progress: bool | None = None, **kwargs: Any) -> None:
         super().__init__(stores_text=True)
         self.path = None if path is None else str(path)
+        self.show_progress = check_show_progress(show_progress)
         given = _GivenVectors()
         if path is not None and (Path(path) / MANIFEST_FILE).exists():
             given.dimension = read_manifest(path).get("dimension")  # so the reopen checks no probe embedding
@@ -155,7 +161,8 @@ class RRFVectorStore(BasePydanticVectorStore):
                    "embed_model computes (VectorStoreIndex and IngestionPipeline with an embed_model do)")
             raise InvalidArgumentError(msg)
         vectors = [list(node.embedding or ()) for node in nodes]
-        written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
+        with progress_shown(add_kwargs.get("show_progress", self.show_progress)):
+            written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
         self._objects.update(index_objects(nodes))
         self._saved()
         return written
@@ -164,7 +171,7 @@ class RRFVectorStore(BasePydanticVectorStore):
         """Async twin of :meth:`add` (the write runs in a worker thread)."""
         import asyncio
 
-        return await asyncio.to_thread(self.add, nodes)
+        return await asyncio.to_thread(self.add, nodes, **add_kwargs)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id`` (``index.delete_ref_doc``) from both legs."""
