@@ -4,19 +4,35 @@ tqdm is an optional extra: it is looked up with :func:`importlib.util.find_spec`
 shown, so importing this module costs nothing. Without tqdm, or for small jobs, the bar is a no-op object with the
 same two methods, so callers never test for None.
 
+When a bar is drawn (``show_progress``, LlamaIndex's name, on ``from_texts``, ``from_documents``, ``add_texts``,
+``add_documents``, ``insert_nodes`` and both vector stores): ``True`` draws every bar of that call, ``False`` none;
+``None`` (the default) lets each bar decide: an embedding model built with ``show_progress=`` has its way, else a
+bar is drawn for long work only (more than :data:`PROGRESS_THRESHOLD` items) and only when stderr is a terminal
+(no bar in logs, CI or a captured stream). A call's switch reaches its bars through :func:`progress_shown` (a
+context variable, so it holds for that call only, threads and asyncio tasks of other calls untouched).
+
 Example:
     >>> with progress_bar(10, "upserting", unit="doc") as bar:  # 10 <= PROGRESS_THRESHOLD: no bar is drawn
     ...     bar.update(10)
+    >>> with progress_shown(False), progress_bar(10_000, "upserting", show=True) as bar:  # the call's False wins
+    ...     bar.update(10_000)
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
-__all__ = ["PROGRESS_THRESHOLD", "ProgressBar", "progress_bar"]
+from rrf_retriever.errors import InvalidTypeError
+
+__all__ = ["PROGRESS_THRESHOLD", "ProgressBar", "check_show_progress", "progress_bar", "progress_shown"]
+
+#: The current call's ``show_progress`` (None: not set; each bar decides).
+_SHOWN: ContextVar[bool | None] = ContextVar("rrf_retriever_show_progress", default=None)
 
 #: Above this many items a progress bar is shown (when tqdm is installed and the caller did not say otherwise).
 PROGRESS_THRESHOLD = 1000
@@ -33,6 +49,46 @@ class _SilentBar:
         """Nothing to draw."""
 
 
+def check_show_progress(show: object) -> bool | None:
+    """``show`` if it is True, False or None.
+
+    Raises:
+        InvalidTypeError: anything else (``"no"`` is not False).
+
+    Example:
+        >>> check_show_progress(False) is False
+        True
+    """
+    if show is not None and not isinstance(show, bool):
+        msg = f"show_progress must be True, False or None, not {show!r:.60}"
+        raise InvalidTypeError(msg)
+    return show
+
+
+@contextmanager
+def progress_shown(show: bool | None) -> Iterator[None]:
+    """Within the block, every bar is drawn (``True``) or none (``False``); ``None`` changes nothing.
+
+    Raises:
+        InvalidTypeError: ``show`` is not a bool or None.
+    """
+    if check_show_progress(show) is None:
+        yield
+        return
+    token = _SHOWN.set(show)
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
 @contextmanager
 def progress_bar(total: int, desc: str, *, unit: str = "it", show: bool | None = None) -> Iterator[ProgressBar]:
     """A progress bar over ``total`` items, closed when the block ends (also on an error).
@@ -41,10 +97,17 @@ def progress_bar(total: int, desc: str, *, unit: str = "it", show: bool | None =
         total: How many items the job has.
         desc: The bar's label.
         unit: What an item is called ("text", "doc").
-        show: True or False to force the choice; None (default) shows a bar when ``total`` is above
-            :data:`PROGRESS_THRESHOLD`. Either way a bar needs tqdm (``pip install tqdm``); without it nothing is drawn.
+        show: True or False to force the choice (the caller's own setting, e.g. an embedding model's); None
+            (default): a bar when ``total`` is above :data:`PROGRESS_THRESHOLD` and stderr is a terminal. A call's
+            :func:`progress_shown` wins over both. Either way a bar needs tqdm (``pip install tqdm``).
     """
-    wanted = show if show is not None else total > PROGRESS_THRESHOLD
+    call = _SHOWN.get()
+    if call is not None:
+        wanted = call
+    elif show is not None:
+        wanted = show
+    else:
+        wanted = total > PROGRESS_THRESHOLD and _stderr_is_a_terminal()
     if not wanted or importlib.util.find_spec("tqdm") is None:
         yield _SilentBar()
         return

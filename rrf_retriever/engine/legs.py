@@ -226,7 +226,9 @@ class FunctionLeg(Leg):
     fewer than ``limit`` pass and it gave all it was asked (it may hold more), for four times as many, up to
     :data:`POST_FILTER_MAX_FACTOR` times ``limit``; the first ``limit`` hits that pass are kept (fewer when too few
     pass). Metadata is matched by the reference semantics (:func:`rrf_retriever.scope.tree.matches`), the same the
-    stores compile; the trace says what the function was asked for and what it returned.
+    stores compile; the trace says what the function was asked for and what it returned. ``sized=False``: the
+    function cannot be asked for a number of hits (a retriever with a fixed size): it is asked once, and the trace
+    says so.
 
     Example:
         >>> from rrf_retriever.scope.tree import Range
@@ -241,23 +243,24 @@ class FunctionLeg(Leg):
         self,
         search: Callable[[str, int], list[Hit]],
         asearch: Callable[[str, int], Awaitable[list[Hit]]] | None = None,
+        *,
+        sized: bool = True,
     ) -> None:
         self._search = search
         self._asearch = asearch
+        self._sized = sized
 
-    @staticmethod
-    def _asked(limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> int:
+    def _asked(self, limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> int:
         """How many hits to ask the function for first: ``limit``, with headroom when the post-filter may drop
-        some."""
-        if flt is None and not excl:
+        some (and the function can be asked for more)."""
+        if (flt is None and not excl) or not self._sized:
             return limit
         return limit * POST_FILTER_HEADROOM + len(excl)
 
-    @staticmethod
-    def _next(asked: int, got: int, kept: int, limit: int, excl: frozenset[str]) -> int | None:
+    def _next(self, asked: int, got: int, kept: int, limit: int, excl: frozenset[str]) -> int | None:
         """How many to ask next, or None: enough passed, the function has no more, or the bound is reached."""
         bound = min(limit * POST_FILTER_MAX_FACTOR + len(excl), MAX_TOP_K)
-        if kept >= limit or got < asked or asked >= bound:
+        if not self._sized or kept >= limit or got < asked or asked >= bound:
             return None
         return min(asked * 4, bound)
 
@@ -265,8 +268,10 @@ class FunctionLeg(Leg):
     def _scoped(hits: Iterable[Hit], limit: int, flt: NormalizedFilter | None, excl: frozenset[str]) -> list[Hit]:
         return [h for h in hits if h.id not in excl and matches(h.metadata, flt)][:limit]
 
-    @staticmethod
-    def _noted(kept: list[Hit], asked: int, got: int) -> NotedHits:
+    def _noted(self, kept: list[Hit], asked: int, got: int) -> NotedHits:
+        if not self._sized:
+            return NotedHits(kept, f"post-filtered: the retriever cannot take the filter and cannot be asked for a "
+                                   f"number of hits; it returned {got}, of which {len(kept)} are in the scope")
         return NotedHits(kept, f"post-filtered: the retriever cannot take the filter, so it was asked for up to "
                                f"{asked} hits; it returned {got}, of which {len(kept)} are in the scope")
 

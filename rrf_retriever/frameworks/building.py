@@ -40,6 +40,7 @@ __all__ = [
     "corpus_language",
     "detected_analyzer",
     "document_sample",
+    "documents_analyzer",
     "engine_from_sources",
     "record_detection",
     "stores_from_arguments",
@@ -184,6 +185,18 @@ def document_sample(documents: Sequence[Any], text_of: Callable[[Any], str]) -> 
     n = len(documents)
     picked = documents if n <= DEFAULT_SAMPLE else [documents[i * n // DEFAULT_SAMPLE] for i in range(DEFAULT_SAMPLE)]
     return [text_of(d) for d in picked]
+
+
+def documents_analyzer(documents: Sequence[Any], text_of: Callable[[Any], str], kwargs: dict[str, Any]
+                       ) -> LanguageDetection | None:
+    """``from_documents``' detection: when no analyzer is asked for, the one detected on the documents' texts is
+    set in ``kwargs["analyzer"]`` (as ``from_texts`` does on its texts); what was found, or None."""
+    if not documents or kwargs.get("analyzer") is not None:
+        return None
+    chosen, found = detected_analyzer(document_sample(documents, text_of), analyzer=None,
+                                      keyword=kwargs.get("keyword"), path=kwargs.get("path"), url=kwargs.get("url"))
+    kwargs["analyzer"] = chosen
+    return found
 
 
 def record_detection(root: str | Path | None, engine: HybridEngine, found: LanguageDetection | None) -> None:

@@ -27,17 +27,18 @@ from rrf_retriever.frameworks.building import (
     WEIGHTS_ARE,
     corpus_language,
     detected_analyzer,
-    document_sample,
+    documents_analyzer,
     engine_from_sources,
     record_detection,
     stores_from_arguments,
 )
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
-from rrf_retriever.frameworks.results import check_id_key, content_ids
+from rrf_retriever.frameworks.results import check_id_key, content_ids, texts_and_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
 from rrf_retriever.metadata import public_metadata
+from rrf_retriever.progress import progress_shown
 from rrf_retriever.types import Record, SearchResult
 from rrf_retriever.validate import check_mapping
 
@@ -170,6 +171,7 @@ class RetrieverCore:
         location: str | None = None,
         api_key: str | None = None,
         analyzer: Analyzer | str | None = None,
+        show_progress: bool | None = None,
         **kwargs: Any,
     ) -> Any:
         """Build the embedded default stack and index ``texts``.
@@ -207,6 +209,8 @@ class RetrieverCore:
                 or without texts; recorded in the manifest as ``language_detection``). CJK text is cut into
                 bigrams either way. An index at ``path`` remembers it (its manifest and store); reopening with
                 another is an error, None uses the index's. :attr:`corpus_language` tells which it is.
+            show_progress: Progress bars while indexing ``texts``: True every bar, False none, None (default) only
+                for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
         embedding = resolve_embedding(embedding, kwargs)
@@ -225,8 +229,8 @@ class RetrieverCore:
                 built.index.close()
             raise
         try:
-            if texts:
-                retriever.add_texts(texts, metadatas=metadatas, ids=ids)  # no ids: content_ids (re-runs upsert)
+            if texts:  # no ids: content_ids (re-runs upsert)
+                retriever.add_texts(texts, metadatas=metadatas, ids=ids, show_progress=show_progress)
             if built.index is not None:
                 refresh_manifest(built.index.root, retriever.engine)
                 record_detection(built.index.root, retriever.engine, found)
@@ -249,30 +253,17 @@ class RetrieverCore:
         return cls.from_texts([], embedding, path=path, **kwargs)
 
     @classmethod
-    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, **kwargs: Any) -> Any:
+    def from_documents(cls, documents: Sequence[Any], embedding: Any = None, *, show_progress: bool | None = None,
+                       **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
-        found = None
-        if documents and kwargs.get("analyzer") is None:  # detect on the documents' texts, as from_texts does
-            sample = document_sample(documents, lambda d: cls._document_parts(d)[1])
-            kwargs["analyzer"], found = detected_analyzer(sample, analyzer=None, keyword=kwargs.get("keyword"),
-                                                          path=kwargs.get("path"), url=kwargs.get("url"))
+        found = documents_analyzer(documents, lambda d: cls._document_parts(d)[1], kwargs)
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
-            retriever.add_documents(documents)
+            retriever.add_documents(documents, show_progress=show_progress)
             record_detection(kwargs.get("path"), retriever.engine, found)
         return retriever
 
     # ---- writes -----------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _texts_and_ids(
-        texts: Sequence[str], ids: Sequence[str] | None, metadatas: Sequence[Mapping[str, Any] | None] | None
-    ) -> tuple[list[str], list[str]]:
-        if isinstance(texts, str):
-            msg = "texts must be a list of strings, not a single string"
-            raise InvalidTypeError(msg)
-        text_list = list(texts)
-        return text_list, list(ids) if ids is not None else content_ids(text_list, metadatas)
 
     def _document_batch(
         self, documents: Sequence[Any], ids: Sequence[str] | None
@@ -296,28 +287,49 @@ class RetrieverCore:
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool | None = None,
     ) -> list[str]:
-        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids."""
-        text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return self.engine.add(id_list, text_list, metadatas)
+        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids.
+        ``show_progress``: True draws every progress bar of this write, False none (default: see
+        :mod:`rrf_retriever.progress`)."""
+        text_list, id_list = texts_and_ids(texts, ids, metadatas)
+        with progress_shown(show_progress):
+            return self.engine.add(id_list, text_list, metadatas)
 
     async def aadd_texts(
         self,
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
-        text_list, id_list = self._texts_and_ids(texts, ids, metadatas)
-        return await self.engine.aadd(id_list, text_list, metadatas)
+        text_list, id_list = texts_and_ids(texts, ids, metadatas)
+        with progress_shown(show_progress):
+            return await self.engine.aadd(id_list, text_list, metadatas)
 
-    def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
-        """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing)."""
-        return self.engine.add(*self._document_batch(documents, ids))
+    def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
+                      show_progress: bool | None = None) -> list[str]:
+        """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing).
+        ``show_progress``: as for :meth:`add_texts`."""
+        with progress_shown(show_progress):
+            written = self.engine.add(*self._document_batch(documents, ids))
+        self._keep_objects(documents)
+        return written
 
-    async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None) -> list[str]:
+    async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
+                             show_progress: bool | None = None) -> list[str]:
         """Async twin of :meth:`add_documents`."""
-        return await self.engine.aadd(*self._document_batch(documents, ids))
+        with progress_shown(show_progress):
+            written = await self.engine.aadd(*self._document_batch(documents, ids))
+        self._keep_objects(documents)
+        return written
+
+    def _keep_objects(self, documents: Sequence[Any]) -> None:
+        for side in self._sides:
+            side._keep_objects(self, documents)  # type: ignore[arg-type]  # self is every side
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store (all or none)."""

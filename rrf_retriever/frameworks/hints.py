@@ -1,7 +1,8 @@
 """Arguments other libraries spell differently: a hint that names ours, or an accepted alias.
 
 * ``retrievers=[...]`` (LangChain's ``EnsembleRetriever``) is ``sources={name: retriever}`` here;
-* ``embed_model=`` (LlamaIndex's name) is accepted for ``embedding=``.
+* ``embed_model=`` (LlamaIndex's name) is accepted for ``embedding=``;
+* ``show_progress=`` belongs to the writes, not the constructor.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ARGUMENT_HINTS = {
                   "weights={'dense': 1.0, 'keyword': 1.25}), not LangChain EnsembleRetriever's retrievers=[...]",
     "embed_model": "embedding=... (embed_model= is accepted by from_texts and from_documents only)",
     "c": "rrf_k=... (the RRF constant; LangChain EnsembleRetriever calls it c)",
+    "show_progress": "show_progress=... on the writes: from_texts, from_documents, add_texts, add_documents, "
+                     "insert_nodes (the constructor writes nothing)",
 }
 
 

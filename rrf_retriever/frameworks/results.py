@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import RESERVED_METADATA_PREFIX, check_str
@@ -140,3 +140,19 @@ def reranker_score(value: object, position: int, total: int) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return float(total - position)
+
+
+def texts_and_ids(
+    texts: Sequence[str], ids: Sequence[str] | None, metadatas: Sequence[Mapping[str, Any] | None] | None
+) -> tuple[list[str], list[str]]:
+    """The texts of a write as a list and their ids: the ones given, else :func:`content_ids`.
+
+    Example:
+        >>> texts_and_ids(["a"], ["x"], None)
+        (['a'], ['x'])
+    """
+    if isinstance(texts, str):
+        msg = "texts must be a list of strings, not a single string"
+        raise InvalidTypeError(msg)
+    text_list = list(texts)
+    return text_list, list(ids) if ids is not None else content_ids(text_list, metadatas)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class FrameworkSide:
     def filter_for(flt: Any) -> FilterNode | None:
         """Our filter tree for this framework's filter object (LlamaIndex ``MetadataFilters``), or None."""
         return None
+
+    def _keep_objects(self, documents: Sequence[Any]) -> None:
+        """Keep in memory what written documents hold that is not stored (LlamaIndex's ``IndexNode`` objects)."""
 
     def _init_side(self, engine: HybridEngine, search_kwargs: dict[str, Any], kwargs: dict[str, Any]) -> None:
         raise NotImplementedError

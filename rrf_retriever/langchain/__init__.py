@@ -3,7 +3,8 @@ compressors as rerankers, our embedding models as a LangChain ``Embeddings``, an
 structured query translated into our filters.
 
 Needs ``langchain-core`` (``pip install 'rrf-retriever[langchain]'``) and never imports LlamaIndex. Re-exports
-only, from :mod:`~rrf_retriever.langchain.retriever`, :mod:`~rrf_retriever.langchain.vectorstore`,
+only, each module loaded on first use of a name (PEP 562: the retriever alone skips the vector store's imports),
+from :mod:`~rrf_retriever.langchain.retriever`, :mod:`~rrf_retriever.langchain.vectorstore`,
 :mod:`~rrf_retriever.langchain.documents`, :mod:`~rrf_retriever.langchain.rerankers`,
 :mod:`~rrf_retriever.langchain.embeddings` and
 :mod:`~rrf_retriever.langchain.structured_query`. ``rrf_retriever.EnsembleRRFRetriever`` is this retriever when
@@ -19,12 +20,29 @@ Example:
     [('e42', {'keyword': 1})]
 """
 
-from rrf_retriever.langchain.documents import RRFDocument
-from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
-from rrf_retriever.langchain.rerankers import CompressorReranker
-from rrf_retriever.langchain.retriever import TRACE_EVENT, LangChainRRFRetriever, to_langchain_document
-from rrf_retriever.langchain.structured_query import RRFTranslator
-from rrf_retriever.langchain.vectorstore import RRFVectorStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rrf_retriever.langchain.documents import RRFDocument
+    from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
+    from rrf_retriever.langchain.rerankers import CompressorReranker
+    from rrf_retriever.langchain.retriever import TRACE_EVENT, LangChainRRFRetriever, to_langchain_document
+    from rrf_retriever.langchain.structured_query import RRFTranslator
+    from rrf_retriever.langchain.vectorstore import RRFVectorStore
+
+_LAZY: dict[str, str] = {
+    "RRFDocument": "rrf_retriever.langchain.documents",
+    "RRFLangChainEmbeddings": "rrf_retriever.langchain.embeddings",
+    "CompressorReranker": "rrf_retriever.langchain.rerankers",
+    "TRACE_EVENT": "rrf_retriever.langchain.retriever",
+    "LangChainRRFRetriever": "rrf_retriever.langchain.retriever",
+    "to_langchain_document": "rrf_retriever.langchain.retriever",
+    "RRFTranslator": "rrf_retriever.langchain.structured_query",
+    "RRFVectorStore": "rrf_retriever.langchain.vectorstore",
+}
 
 __all__ = [
     "TRACE_EVENT",
@@ -36,3 +54,17 @@ __all__ = [
     "RRFVectorStore",
     "to_langchain_document",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

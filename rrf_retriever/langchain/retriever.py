@@ -114,7 +114,7 @@ class LangChainSide(FrameworkSide):
             docs = await sized(source, limit).ainvoke(query)
             return [_hit(d, 1.0 / r, id_key) for r, d in enumerate(docs[:limit], 1)]
 
-        return FunctionLeg(search, asearch)
+        return FunctionLeg(search, asearch, sized=sized(source, 1) is not source)
 
     @staticmethod
     def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:

@@ -48,6 +48,7 @@ from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.retriever import LangChainRRFRetriever
 from rrf_retriever.metadata import public_metadata
+from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit
@@ -80,6 +81,8 @@ class RRFVectorStore(VectorStore):
             embedded default stack is built around it (Qdrant edge dense + BM25 keyword, in memory unless ``path``).
         retriever: Wrap an existing retriever (:class:`~rrf_retriever.EnsembleRRFRetriever`,
             :class:`~rrf_retriever.langchain.LangChainRRFRetriever`) instead; its engine is shared.
+        show_progress: Progress bars while writing: True always, False never, None (default) for long work on
+            a terminal only; ``add_texts(..., show_progress=...)`` / ``add_documents`` per call.
         **kwargs: With ``embedding``: what :meth:`LangChainRRFRetriever.from_texts` takes (``path``, ``keyword``,
             ``dense``, ``weights``, ``rrf_k``, ...).
 
@@ -92,7 +95,8 @@ class RRFVectorStore(VectorStore):
         [('h', 1.0)]
     """
 
-    def __init__(self, embedding: Any = None, *, retriever: RetrieverCore | None = None, **kwargs: Any) -> None:
+    def __init__(self, embedding: Any = None, *, retriever: RetrieverCore | None = None,
+                 show_progress: bool | None = None, **kwargs: Any) -> None:
         if retriever is None:
             if embedding is None:
                 msg = "RRFVectorStore needs an embedding (a LangChain Embeddings) or retriever="
@@ -104,6 +108,7 @@ class RRFVectorStore(VectorStore):
         #: The hybrid retriever underneath (``retriever.search(query)`` gives ranks, leg scores and the trace).
         self.retriever: RetrieverCore = retriever
         self._embedding = embedding
+        self._show_progress = check_show_progress(show_progress)
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -152,30 +157,35 @@ class RRFVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[str]:
         """Upsert texts into every store (all or none); returns the ids."""
+        show = kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "add_texts")
         text_list = list(texts)
-        return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)))
+        return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
+                                        show_progress=show)
 
     async def aadd_texts(
         self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
+        show = kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "aadd_texts")
         text_list = list(texts)
-        return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)))
+        return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
+                                               show_progress=show)
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content."""
-        ids = kwargs.pop("ids", None)
+        ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "add_documents")
-        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids))
+        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
-        ids = kwargs.pop("ids", None)
+        ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "aadd_documents")
-        return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids))
+        return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids),
+                                                   show_progress=show)
 
     @staticmethod
     def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:

@@ -3,7 +3,8 @@
 ``BaseEmbedding``.
 
 Needs ``llama-index-core`` (``pip install 'rrf-retriever[llama-index]'``) and never imports LangChain. Re-exports
-only, from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
+only, each module loaded on first use of a name (PEP 562: the retriever alone skips the vector store's imports),
+from :mod:`~rrf_retriever.llama_index.retriever`, :mod:`~rrf_retriever.llama_index.nodes`,
 :mod:`~rrf_retriever.llama_index.result_nodes` (``RRFTextNode``: a result node, hashed without ``rrf_*`` keys),
 :mod:`~rrf_retriever.llama_index.filters`, :mod:`~rrf_retriever.llama_index.rerankers`,
 :mod:`~rrf_retriever.llama_index.embeddings` and :mod:`~rrf_retriever.llama_index.vector_store` (``RRFVectorStore``,
@@ -20,13 +21,30 @@ Example:
     [('e42', {'keyword': 1})]
 """
 
-from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
-from rrf_retriever.llama_index.filters import from_llama_index
-from rrf_retriever.llama_index.nodes import to_node_with_score
-from rrf_retriever.llama_index.rerankers import PostprocessorReranker
-from rrf_retriever.llama_index.result_nodes import RRFTextNode
-from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetrievalTraceEvent
-from rrf_retriever.llama_index.vector_store import RRFVectorStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
+    from rrf_retriever.llama_index.filters import from_llama_index
+    from rrf_retriever.llama_index.nodes import to_node_with_score
+    from rrf_retriever.llama_index.rerankers import PostprocessorReranker
+    from rrf_retriever.llama_index.result_nodes import RRFTextNode
+    from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever, RRFRetrievalTraceEvent
+    from rrf_retriever.llama_index.vector_store import RRFVectorStore
+
+_LAZY: dict[str, str] = {
+    "RRFLlamaIndexEmbedding": "rrf_retriever.llama_index.embeddings",
+    "from_llama_index": "rrf_retriever.llama_index.filters",
+    "to_node_with_score": "rrf_retriever.llama_index.nodes",
+    "PostprocessorReranker": "rrf_retriever.llama_index.rerankers",
+    "RRFTextNode": "rrf_retriever.llama_index.result_nodes",
+    "LlamaIndexRRFRetriever": "rrf_retriever.llama_index.retriever",
+    "RRFRetrievalTraceEvent": "rrf_retriever.llama_index.retriever",
+    "RRFVectorStore": "rrf_retriever.llama_index.vector_store",
+}
 
 __all__ = [
     "LlamaIndexRRFRetriever",
@@ -38,3 +56,17 @@ __all__ = [
     "from_llama_index",
     "to_node_with_score",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

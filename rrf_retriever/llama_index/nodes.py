@@ -19,6 +19,10 @@ Choices:
 * Our ``rrf_*`` result keys are stripped on the way in (a retrieved node inserted again), added and excluded from
   the LLM and embedding metadata on the way out, and left out of the node's ``hash``
   (:mod:`~rrf_retriever.llama_index.result_nodes`): the same stored node hashes the same whatever the query.
+* An ``IndexNode`` is stored as an ``IndexNode`` (its ``index_id`` kept). Its ``obj`` is stored only when it is a
+  node (it round-trips through the JSON); any other object (a retriever, a query engine, a dict) is kept in memory
+  by whoever stored the node (:func:`index_objects`: LlamaIndex's ``object_map``, keyed by ``index_id``) and stored
+  as None, as LlamaIndex's own indexes do: it is not written to disk, and a reopened index has the node without it.
 
 Example:
     >>> from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
@@ -33,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, result_metadata
@@ -43,12 +47,12 @@ from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import check_id
 
 try:
-    from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, TextNode
+    from llama_index.core.schema import BaseNode, Document, IndexNode, MetadataMode, NodeWithScore, TextNode
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["node_batch", "node_record", "stored_node", "to_node_with_score"]
+__all__ = ["index_objects", "node_batch", "node_record", "stored_node", "to_node_with_score"]
 
 logger = logging.getLogger("rrf_retriever")
 _RRF_KEYS = frozenset(RRF_METADATA_KEYS)
@@ -68,6 +72,22 @@ def _without_rrf(node: BaseNode) -> BaseNode:
     )
 
 
+def _in_memory(node: BaseNode) -> TypeGuard[IndexNode]:
+    """Whether the node is an ``IndexNode`` whose ``obj`` is kept in memory, not stored (see the module docstring)."""
+    return isinstance(node, IndexNode) and node.obj is not None and not isinstance(node.obj, BaseNode)
+
+
+def index_objects(nodes: Sequence[Any]) -> dict[str, Any]:
+    """``{index_id: obj}`` of the ``IndexNode`` s whose object is not stored (not a node): what an ``object_map``
+    must hold for LlamaIndex's recursive retrieval to follow them.
+
+    Example:
+        >>> index_objects([IndexNode(id_="p", text="summary", index_id="zoo", obj={"k": 1}), TextNode(text="x")])
+        {'zoo': {'k': 1}}
+    """
+    return {node.index_id: node.obj for node in nodes if isinstance(node, BaseNode) and _in_memory(node)}
+
+
 def node_record(node: BaseNode) -> tuple[str, str, dict[str, Any]]:
     """``(id, text, metadata)`` to store for a LlamaIndex node (LlamaIndex's layout; see the module docstring).
 
@@ -82,6 +102,8 @@ def node_record(node: BaseNode) -> tuple[str, str, dict[str, Any]]:
         'D1'
     """
     clean = _without_rrf(node)
+    if _in_memory(clean):
+        clean = clean.model_copy(update={"obj": None})  # kept by the caller's object_map (index_objects)
     try:
         metadata = node_to_metadata_dict(clean, remove_text=True)
     except ValueError as exc:  # metadata pydantic cannot serialise (an object, bytes), a SOURCE given as a list

@@ -27,6 +27,8 @@ templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` 
 
 from __future__ import annotations
 
+import copy
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +39,10 @@ from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError, missin
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.llama_index.filters import from_llama_index, is_llama_index_filter
-from rrf_retriever.llama_index.nodes import node_batch, node_record, to_node_with_score
+from rrf_retriever.llama_index.nodes import index_objects, node_batch, node_record, to_node_with_score
 from rrf_retriever.llama_index.rerankers import as_postprocessor_reranker
 from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.progress import progress_shown
 from rrf_retriever.scope.tree import FilterNode
 from rrf_retriever.types import FusedHit, Hit, SearchResult
 from rrf_retriever.validate import check_id
@@ -53,7 +56,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent"]
+__all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent", "can_size", "sized"]
 
 dispatcher = get_dispatcher(__name__)
 #: What ``NodeWithScore.score`` may hold (the ``score=`` keyword).
@@ -80,6 +83,40 @@ def _hit(nws: NodeWithScore) -> Hit:
     return Hit(node_id, text, metadata, float(nws.score or 0.0))
 
 
+def can_size(retriever: BaseRetriever) -> bool:
+    """Whether ``retriever`` says how many results it gives by a settable int ``similarity_top_k`` (an attribute,
+    as ``BM25Retriever`` has, or a property with a setter, as ``VectorIndexRetriever`` has)."""
+    attr = inspect.getattr_static(retriever, "similarity_top_k", None)
+    if isinstance(attr, property):
+        return attr.fset is not None and isinstance(attr.__get__(retriever), int)
+    return isinstance(attr, int) and not isinstance(attr, bool)
+
+
+def sized(retriever: BaseRetriever, k: int) -> BaseRetriever:
+    """A shallow copy of ``retriever`` asked for ``k`` results through its ``similarity_top_k`` (:func:`can_size`),
+    at most a ``BM25Retriever``'s corpus size (it refuses a larger k); else ``retriever`` itself. The user's
+    retriever is never changed (the copy shares its index).
+
+    Example:
+        >>> from llama_index.core.schema import NodeWithScore
+        >>> class Fixed(BaseRetriever):
+        ...     similarity_top_k = 2
+        ...     def _retrieve(self, query_bundle) -> list[NodeWithScore]:
+        ...         return []
+        >>> mine = Fixed()
+        >>> sized(mine, 12).similarity_top_k, mine.similarity_top_k
+        (12, 2)
+    """
+    if not can_size(retriever):
+        return retriever
+    scores = getattr(retriever.__dict__.get("bm25"), "scores", None)  # llama-index-retrievers-bm25's bm25s index
+    if isinstance(scores, dict) and scores.get("num_docs"):
+        k = min(k, int(scores["num_docs"]))
+    out = copy.copy(retriever)
+    out.similarity_top_k = k  # type: ignore[attr-defined]  # can_size checked it is a settable int
+    return out
+
+
 class LlamaIndexSide(FrameworkSide, BaseRetriever):
     """LlamaIndex's half, a LlamaIndex ``BaseRetriever``: ``retrieve``/``aretrieve`` answer through ``_retrieve`` /
     ``_aretrieve`` (LlamaIndex's base is a plain class, so the side carries it; LangChain's is a pydantic model,
@@ -95,17 +132,20 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
 
     @staticmethod
     def leg_for(source: Any, id_key: str | None) -> FunctionLeg | None:
-        """A LlamaIndex retriever as a read-only leg (its node ids and scores are kept)."""
+        """A LlamaIndex retriever as a read-only leg (its node ids and scores are kept). Each call asks a copy of it
+        for the number of hits wanted (:func:`sized`): under a filter, the post-filter then fills the page
+        (:class:`~rrf_retriever.engine.FunctionLeg`); a retriever without ``similarity_top_k`` gives what it gives,
+        and the trace says so."""
         if not isinstance(source, BaseRetriever):
             return None
 
         def search(query: str, limit: int) -> list[Hit]:
-            return [_hit(n) for n in source.retrieve(query)[:limit]]
+            return [_hit(n) for n in sized(source, limit).retrieve(query)[:limit]]
 
         async def asearch(query: str, limit: int) -> list[Hit]:
-            return [_hit(n) for n in (await source.aretrieve(query))[:limit]]
+            return [_hit(n) for n in (await sized(source, limit).aretrieve(query))[:limit]]
 
-        return FunctionLeg(search, asearch)
+        return FunctionLeg(search, asearch, sized=can_size(source))
 
     @staticmethod
     def document_parts(doc: Any) -> tuple[str | None, str, dict[str, Any]] | None:
@@ -122,12 +162,15 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         """A LlamaIndex ``MetadataFilters`` / ``MetadataFilter`` translated (:mod:`~.llama_index.filters`)."""
         return from_llama_index(flt) if is_llama_index_filter(flt) else None
 
-    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+    def insert_nodes(self, nodes: Sequence[BaseNode], *, show_progress: bool | None = None) -> list[str]:
         """Upsert LlamaIndex nodes by node id into every store (all or none), as a LlamaIndex index does.
 
         Each node keeps its id, text, metadata, ``ref_doc_id``, relationships and excluded keys (they come back
-        from ``retrieve``). The text is embedded by the retriever's own model: ``node.embedding`` is not used (a
-        vector of the right size from another model would rank silently wrong).
+        from ``retrieve``). An ``IndexNode(obj=..., index_id=...)`` comes back an ``IndexNode``; its object is kept
+        in memory in ``object_map`` (not stored: after a reopen, pass ``object_map={index_id: obj}``), so
+        ``retrieve`` follows it as LlamaIndex's own indexes do (the object's results replace the node). The text
+        is embedded by the retriever's own model: ``node.embedding`` is not used (a vector of the right size from
+        another model would rank silently wrong). ``show_progress``: as for ``add_texts``.
 
         Returns:
             The node ids written.
@@ -137,11 +180,22 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
             >>> retriever.insert_nodes([TextNode(id_="c1", text="chunk one")])  # doctest: +SKIP
             ['c1']
         """
-        return self.engine.add(*node_batch(nodes))
+        with progress_shown(show_progress):
+            written = self.engine.add(*node_batch(nodes))
+        self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
+        return written
 
-    async def ainsert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], *, show_progress: bool | None = None) -> list[str]:
         """Async twin of :meth:`insert_nodes`."""
-        return await self.engine.aadd(*node_batch(nodes))
+        with progress_shown(show_progress):
+            written = await self.engine.aadd(*node_batch(nodes))
+        self._keep_objects(nodes)  # type: ignore[attr-defined]  # RetrieverCore's: asks every side
+        return written
+
+    def _keep_objects(self, documents: Sequence[Any]) -> None:
+        """An ``IndexNode``'s object (a retriever, a query engine, ...) into ``object_map`` under its ``index_id``,
+        as LlamaIndex's indexes do: ``retrieve`` follows it (see :mod:`~rrf_retriever.llama_index.nodes`)."""
+        self.object_map.update(index_objects(documents))
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Delete every node of the source document ``ref_doc_id`` (its chunks, or a ``Document`` inserted whole)
@@ -176,6 +230,8 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         self._node_score = score
         BaseRetriever.__init__(self, callback_manager=kwargs.get("callback_manager"),
                                object_map=kwargs.get("object_map"), verbose=kwargs.get("verbose", False))
+        if kwargs.get("object_map") is not None:  # the caller's dict itself, even empty: a scoped copy shares it
+            self.object_map = kwargs["object_map"]
 
     def _side_kwargs(self) -> dict[str, Any]:
         return {"callback_manager": self.callback_manager, "object_map": self.object_map, "score": self._node_score}

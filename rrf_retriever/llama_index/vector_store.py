@@ -13,6 +13,14 @@ Modes (``VectorStoreQuery.mode``):
   not even queried); ``alpha=None`` keeps the store's weights (default dense 1, keyword 1.25);
 * ``mmr``: the dense leg, diversified (MMR lambda ``mmr_threshold``, default 0.5) over the stored vectors.
 
+``node_ids`` restricts a query to those nodes (the other stored nodes are excluded, at most
+:data:`NODE_IDS_MAX_OTHERS` of them). ``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore:
+over a store that keeps the text (this one, Qdrant's) those are its ``IndexNode`` s only, so an index of
+``IndexNode`` s (recursive retrieval) searches them all, while an index mixing text nodes and ``IndexNode`` s searches
+the ``IndexNode`` s only, as LlamaIndex asks; build it with ``store_nodes_override=True`` to search every node.
+An ``IndexNode``'s ``obj`` that is not a node is kept in memory by the store (not on disk) and set on the nodes a
+query returns, so recursive retrieval follows it; ``VectorStoreIndex`` also keeps it in its own ``object_map``.
+
 ``similarities`` are our normalized fused score, in [0, 1]: the fused score over the best score the query's active
 weights allow (1.0 = first in every active leg). It is rank-based: in one-leg modes the first hit is 1.0 and the
 next ones decline slowly (rank 2: 61/62); in ``hybrid`` a hit first in one leg only scores that leg's share of the
@@ -39,18 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter
+from rrf_retriever.engine import StoreLeg
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, missing_dependency
 from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, refresh_manifest
 from rrf_retriever.llama_index.filters import from_llama_index
-from rrf_retriever.llama_index.nodes import node_batch, stored_node, to_node_with_score
+from rrf_retriever.llama_index.nodes import index_objects, node_batch, stored_node, to_node_with_score
 from rrf_retriever.llama_index.retriever import LlamaIndexRRFRetriever
 from rrf_retriever.metadata import REF_DOC_ID_KEY
+from rrf_retriever.progress import check_show_progress, progress_shown
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
+from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import SearchResult
 from rrf_retriever.validate import check_ids, check_number
 
 try:
-    from llama_index.core.schema import BaseNode, TextNode
+    from llama_index.core.schema import BaseNode, IndexNode, TextNode
     from llama_index.core.vector_stores.types import (
         BasePydanticVectorStore,
         MetadataFilters,
@@ -62,7 +73,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["RRFVectorStore"]
+__all__ = ["NODE_IDS_MAX_OTHERS", "RRFVectorStore"]
+
+#: A query restricted to ``node_ids`` excludes every other stored node: at most this many (else refused).
+NODE_IDS_MAX_OTHERS = 10_000
 
 _DENSE_ONLY = {VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR}
 _KEYWORD_ONLY = {VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH}
@@ -84,6 +98,9 @@ class RRFVectorStore(BasePydanticVectorStore):
 
     Args:
         path: An index directory (reopened with its data), or None: in memory.
+        show_progress: Our progress bars while nodes are written (the upsert): True always, False never, None
+            (default) for long work on a terminal only; ``add(nodes, show_progress=...)`` per call. LlamaIndex's
+            own bars (embedding) follow ``VectorStoreIndex(show_progress=...)``.
         **kwargs: What :meth:`LlamaIndexRRFRetriever.from_texts <rrf_retriever.EnsembleRRFRetriever.from_texts>`
             takes besides the embedding: ``keyword="fts5"``, ``weights``, ``rrf_k``, ``fetch_k``, ...
 
@@ -96,12 +113,15 @@ class RRFVectorStore(BasePydanticVectorStore):
     is_embedding_query: bool = True
     flat_metadata: bool = False
     path: str | None = None
+    show_progress: bool | None = None
 
     _retriever: LlamaIndexRRFRetriever = PrivateAttr()
+    _objects: dict[str, Any] = PrivateAttr(default_factory=dict)  # IndexNode objects by index_id, in memory
 
-    def __init__(self, path: str | Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, path: str | Path | None = None, *, show_progress: bool | None = None, **kwargs: Any) -> None:
         super().__init__(stores_text=True)
         self.path = None if path is None else str(path)
+        self.show_progress = check_show_progress(show_progress)
         given = _GivenVectors()
         if path is not None and (Path(path) / MANIFEST_FILE).exists():
             given.dimension = read_manifest(path).get("dimension")  # so the reopen checks no probe embedding
@@ -141,7 +161,9 @@ class RRFVectorStore(BasePydanticVectorStore):
                    "embed_model computes (VectorStoreIndex and IngestionPipeline with an embed_model do)")
             raise InvalidArgumentError(msg)
         vectors = [list(node.embedding or ()) for node in nodes]
-        written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
+        with progress_shown(add_kwargs.get("show_progress", self.show_progress)):
+            written = self._retriever.engine.add(ids, texts, metadatas, vectors=vectors)
+        self._objects.update(index_objects(nodes))
         self._saved()
         return written
 
@@ -149,7 +171,7 @@ class RRFVectorStore(BasePydanticVectorStore):
         """Async twin of :meth:`add` (the write runs in a worker thread)."""
         import asyncio
 
-        return await asyncio.to_thread(self.add, nodes)
+        return await asyncio.to_thread(self.add, nodes, **add_kwargs)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id`` (``index.delete_ref_doc``) from both legs."""
@@ -200,26 +222,26 @@ class RRFVectorStore(BasePydanticVectorStore):
         """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities`` in [0, 1].
 
         Raises:
-            InvalidArgumentError: a mode we do not run (``svm``, ``semantic_hybrid``, ...), ``node_ids``, a dense
+            InvalidArgumentError: a mode we do not run (``svm``, ``semantic_hybrid``, ...), ``node_ids`` with more
+                than :data:`NODE_IDS_MAX_OTHERS` other nodes stored, a dense
                 mode without ``query_embedding``, ``alpha`` outside [0, 1].
         """
         text, options = self._options(query)
-        return _result(self._retriever.search(text, **options))
+        return self._result(self._retriever.search(text, **options))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of :meth:`query` (the legs run as asyncio tasks)."""
         text, options = self._options(query)
-        return _result(await self._retriever.asearch(text, **options))
+        return self._result(await self._retriever.asearch(text, **options))
 
     def _options(self, query: VectorStoreQuery) -> tuple[str, dict[str, Any]]:
         mode = VectorStoreQueryMode(query.mode)
         if mode not in _DENSE_ONLY | _KEYWORD_ONLY | {VectorStoreQueryMode.HYBRID}:
             msg = f"RRFVectorStore does not run mode {mode.value!r}; use default, sparse, text_search, hybrid or mmr"
             raise InvalidArgumentError(msg)
-        if query.node_ids:
-            msg = "RRFVectorStore cannot restrict a query to node_ids; filter on metadata (filters=) instead"
-            raise InvalidArgumentError(msg)
         options: dict[str, Any] = {"top_k": query.similarity_top_k}
+        if query.node_ids:
+            options["exclude_ids"] = self._others(check_ids(query.node_ids, "node_ids"))
         if mode in _KEYWORD_ONLY:
             options["weights"] = {"dense": 0.0}
         else:
@@ -246,10 +268,25 @@ class RRFVectorStore(BasePydanticVectorStore):
             options["filter"] = parts[0] if len(parts) == 1 else AllOf(tuple(parts))
         return query.query_str or "", options
 
+    def _others(self, node_ids: list[str]) -> list[str]:
+        """The stored ids outside ``node_ids`` (what a query restricted to them excludes)."""
+        keep = set(node_ids)
+        others: set[str] = set()
+        for leg in self._retriever.engine.legs.values():
+            if isinstance(leg, StoreLeg) and isinstance(leg.store, IdsMatching):
+                listed = leg.store.ids_matching(None, limit=len(keep) + NODE_IDS_MAX_OTHERS + 1)
+                others.update(i for i in listed if i not in keep)
+        if len(others) > NODE_IDS_MAX_OTHERS:
+            msg = (f"node_ids restricts the query to {len(keep)} node(s) by excluding the others, and more than "
+                   f"{NODE_IDS_MAX_OTHERS} others are stored; filter on metadata (filters=, doc_ids=) instead, or "
+                   "build the VectorStoreIndex with store_nodes_override=True (its retrievers then name every node)")
+            raise InvalidArgumentError(msg)
+        return sorted(others)
 
-def _result(result: SearchResult) -> VectorStoreQueryResult:
-    return VectorStoreQueryResult(
-        nodes=[to_node_with_score(hit).node for hit in result.hits],
-        similarities=[hit.normalized_score for hit in result.hits],
-        ids=[hit.id for hit in result.hits],
-    )
+    def _result(self, result: SearchResult) -> VectorStoreQueryResult:
+        nodes = [to_node_with_score(hit).node for hit in result.hits]
+        for node in nodes:  # the object an IndexNode pointed to when it was added (not stored: kept in memory)
+            if isinstance(node, IndexNode) and node.obj is None and node.index_id in self._objects:
+                node.obj = self._objects[node.index_id]
+        return VectorStoreQueryResult(nodes=nodes, similarities=[hit.normalized_score for hit in result.hits],
+                                      ids=[hit.id for hit in result.hits])

@@ -68,3 +68,38 @@ def test_every_lazy_name_exists_in_its_module() -> None:
     for name, module in rrf_retriever._LAZY.items():
         assert hasattr(importlib.import_module(module), name), f"{module} has no {name}"
         assert getattr(rrf_retriever, name) is getattr(importlib.import_module(module), name)
+
+
+#: What the retriever class never needs at import: store backends, model runtimes, apps, the vector stores.
+NOT_FOR_THE_RETRIEVER = ("qdrant_client", "qdrant_edge", "onnxruntime", "tokenizers", "bm25s", "rank_bm25", "ranx",
+                         "fastapi", "typer", "rich", "Stemmer")  # tqdm: LlamaIndex imports it itself
+
+
+def test_the_retriever_class_pulls_its_frameworks_base_classes_and_nothing_heavy_besides() -> None:
+    modules = _modules_after("from rrf_retriever import EnsembleRRFRetriever")
+    assert [m for m in modules if m.split(".")[0] in NOT_FOR_THE_RETRIEVER] == []
+    ours = {"rrf_retriever.langchain.vectorstore", "rrf_retriever.langchain.structured_query",
+            "rrf_retriever.llama_index.vector_store", "rrf_retriever.apps", "rrf_retriever.tuning"}
+    assert ours.isdisjoint(modules)  # loaded on first use of their names (the framework packages are lazy)
+    assert {"langchain_core", "llama_index.core"} <= set(modules)  # the dual class subclasses both
+
+
+@pytest.mark.parametrize(("code", "other"), [
+    ("from rrf_retriever.langchain import LangChainRRFRetriever", "llama_index"),
+    ("from rrf_retriever.llama_index import LlamaIndexRRFRetriever", "langchain_core"),
+])
+def test_one_frameworks_retriever_does_not_import_the_other_framework(code: str, other: str) -> None:
+    assert [m for m in _modules_after(code) if m.split(".")[0] == other] == []
+
+
+def test_the_framework_packages_resolve_their_names_lazily() -> None:
+    code = "import rrf_retriever.langchain as lc, rrf_retriever.llama_index as li"
+    modules = _modules_after(code)
+    assert "rrf_retriever.langchain.vectorstore" not in modules
+    assert "rrf_retriever.llama_index.vector_store" not in modules
+    import rrf_retriever.langchain as lc
+    from rrf_retriever.langchain.vectorstore import RRFVectorStore
+
+    assert lc.RRFVectorStore is RRFVectorStore
+    with pytest.raises(AttributeError):
+        lc.does_not_exist  # noqa: B018

@@ -23,6 +23,7 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreError,
 )
+from rrf_retriever.progress import progress_shown
 
 
 def test_callable_adapter_batches_and_accepts_numpy() -> None:
@@ -121,8 +122,12 @@ def test_bad_inputs() -> None:
 def test_progress_bar_for_large_batches(capsys: pytest.CaptureFixture[str]) -> None:
     adapter = HashingEmbedding(dim=4)
     adapter.embed_documents([f"text {i}" for i in range(PROGRESS_THRESHOLD + 1)])
-    assert "embedding (hashing-4)" in capsys.readouterr().err
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here: no bar by default
+    adapter.show_progress = True
     adapter.embed_documents(["small batch"])
+    assert "embedding (hashing-4)" in capsys.readouterr().err
+    with progress_shown(False):  # a call's switch wins over the model's
+        adapter.embed_documents([f"text {i}" for i in range(PROGRESS_THRESHOLD + 1)])
     assert capsys.readouterr().err == ""
 
 

@@ -15,6 +15,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import StoreError, StoreLockedError, StoreUnavailableError
+from rrf_retriever.progress import progress_shown
 from rrf_retriever.stores.qdrant import (
     CONTENT_KEY,
     DOC_ID_KEY,
@@ -175,6 +176,9 @@ def test_large_add_is_batched_with_progress(capsys: pytest.CaptureFixture[str]) 
     vectors = np.random.default_rng(0).normal(size=(n, 8)).astype(np.float32)
     store.add([f"d{i}" for i in range(n)], [f"t{i}" for i in range(n)], vectors=vectors)
     assert store.count() == n
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here: no bar by default
+    with progress_shown(True):
+        store.add([f"d{i}" for i in range(n)], [f"t{i}" for i in range(n)], vectors=vectors)
     assert "upserting" in capsys.readouterr().err
 
 
