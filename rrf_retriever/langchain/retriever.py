@@ -133,18 +133,20 @@ class LangChainSide(FrameworkSide):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         result = self.search(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's, first in the bases
-        handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
-                     result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
-                     metadata=run_manager.metadata)
+        if run_manager.handlers:  # the trace's dict only for a listener (dataclasses.asdict: ~0.05 ms a query)
+            handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                         result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                         metadata=run_manager.metadata)
         return [to_langchain_document(h) for h in result.hits]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         result = await self.asearch(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's
-        await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
-                            result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
-                            metadata=run_manager.metadata)
+        if run_manager.handlers:
+            await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                                result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                                metadata=run_manager.metadata)
         return [to_langchain_document(h) for h in result.hits]
 
 
