@@ -147,10 +147,48 @@ def _share(result: Any, index: int | None) -> list[Hit]:
     return ties_by_id(mine)
 
 
+def inline_legs(q: Query) -> bool:
+    """Whether the query's legs run in the calling thread, one after the other: every active leg's store keeps
+    the GIL while it searches (in threads they would run one after the other anyway, after two thread hand-offs
+    and the head start's wait), none is part of a joint request, and no ``leg_timeout`` may have to abandon one."""
+    return (q.settings.leg_timeout is None and bool(q.active) and all(leg.holds_gil for _, leg in q.active)
+            and not _batches(q))
+
+
+def _run_inline(q: Query, pool: concurrent.futures.ThreadPoolExecutor) -> tuple[dict[str, LegOutcome], Embedded]:
+    """:func:`inline_legs`'s case: the query embedding (a model releases the GIL) runs in ``pool`` while the
+    keyword legs run here; then the dense legs."""
+    models = q.embeddings()
+    given = _given_vector(q, models) if models else None
+    t0 = time.perf_counter()
+    pending = {} if given is not None else {id(m): pool.submit(m.embed_query, q.text) for m in models}
+    done: list[float] = []  # when each embedding ended (the keyword legs run meanwhile: not the embedding's time)
+    for future in pending.values():
+        future.add_done_callback(lambda _: done.append(time.perf_counter()))
+
+    def call(leg: Leg, vector: Sequence[float] | None) -> LegOutcome:
+        started = time.perf_counter()
+        try:
+            return _outcome(leg.search(q.text, vector, q.fetch_k, q.flt, q.excl), started)
+        except Exception as exc:
+            return _outcome(None, started, exc)
+
+    outcomes = {name: call(leg, None) for name, leg in q.text_legs()}
+    embedded = given or _collect_embeddings(pending, t0, None)
+    if done:
+        embedded.ms = (max(done) - t0) * 1000
+    for name, leg in q.dense_ready(embedded.vectors):
+        outcomes[name] = call(leg, embedded.vectors[id(leg.embedding)])
+    return outcomes, embedded
+
+
 def run_in_threads(
     q: Query, pool: concurrent.futures.ThreadPoolExecutor, head_start: HeadStart = HeadStart()
 ) -> tuple[dict[str, LegOutcome], Embedded]:
-    """Run the query's legs concurrently in ``pool``; each leg and the embedding bounded by ``leg_timeout``."""
+    """Run the query's legs concurrently in ``pool``; each leg and the embedding bounded by ``leg_timeout``.
+    Legs that all keep the GIL run in the calling thread instead (:func:`inline_legs`)."""
+    if inline_legs(q):
+        return _run_inline(q, pool)
     timeout = q.settings.leg_timeout
     futures: dict[str, tuple[concurrent.futures.Future[Any], float, int | None]] = {}
     called: list[_Called] = []
@@ -246,9 +284,16 @@ def _embed_in_threads(q: Query, pool: concurrent.futures.ThreadPoolExecutor) -> 
     given = _given_vector(q, models)
     if given is not None:
         return given
-    timeout = q.settings.leg_timeout
     t0 = time.perf_counter()
     pending = {id(m): pool.submit(m.embed_query, q.text) for m in models}
+    return _collect_embeddings(pending, t0, q.settings.leg_timeout)
+
+
+def _collect_embeddings(
+    pending: Mapping[int, concurrent.futures.Future[Any]], t0: float, timeout: float | None
+) -> Embedded:
+    """The query vectors of the embeddings submitted at ``t0`` (each bounded by ``timeout`` from then)."""
+    embedded = Embedded()
     for key, future in pending.items():
         remaining = None if timeout is None else max(0.0, t0 + timeout - time.perf_counter())
         try:

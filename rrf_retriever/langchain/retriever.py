@@ -149,9 +149,10 @@ class LangChainSide(FrameworkSide):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         result = self.search(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's, first in the bases
-        handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
-                     result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
-                     metadata=run_manager.metadata)
+        if run_manager.handlers:  # the trace's dict only for a listener (dataclasses.asdict: ~0.05 ms a query)
+            handle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                         result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                         metadata=run_manager.metadata)
         id_key = self.id_key  # type: ignore[attr-defined]  # a pydantic field of the concrete class
         return [to_langchain_document(h, id_key) for h in result.hits]
 
@@ -159,9 +160,10 @@ class LangChainSide(FrameworkSide):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         result = await self.asearch(query, **kwargs)  # type: ignore[attr-defined]  # RetrieverCore's
-        await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
-                            result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
-                            metadata=run_manager.metadata)
+        if run_manager.handlers:
+            await ahandle_event(run_manager.handlers, "on_custom_event", "ignore_custom_event", TRACE_EVENT,
+                                result.trace.to_dict(), run_id=run_manager.run_id, tags=run_manager.tags,
+                                metadata=run_manager.metadata)
         id_key = self.id_key  # type: ignore[attr-defined]  # a pydantic field of the concrete class
         return [to_langchain_document(h, id_key) for h in result.hits]
 

@@ -44,10 +44,17 @@ from rrf_retriever.stores.qdrant.backend import (
     Saved,
     import_engine,
 )
+from rrf_retriever.stores.qdrant.edge_index import (
+    DEFAULT_INDEX,
+    GRAPH_KIND,
+    index_config,
+    quantization_params,
+    same_kind,
+)
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
 
-__all__ = ["DEFAULT_INDEX", "INDEX_KINDS", "INT8_OVERSAMPLING", "META_FILE", "EdgeBackend"]
+__all__ = ["META_FILE", "EdgeBackend"]
 
 _LOCK_FILE = ".rrf_retriever.lock"
 #: The store's meta file in its directory.
@@ -56,13 +63,6 @@ _SHARD_DIR = "shard"
 _META_FORMAT = 1
 #: The meta file's ``"vectors"`` of a joint shard.
 _JOINT_VECTORS = "dense+bm25"
-#: How a new dense shard indexes its optimized segments; saved in the meta file (a shard keeps the kind it was
-#: created with; a shard from before the setting is ``"hnsw"``, Qdrant's default). ``"int8"`` optimizes quickly
-#: and, with rescoring, keeps the float vectors' top results; an HNSW build is slow and holds the GIL.
-INDEX_KINDS = ("int8", "hnsw", "plain")
-DEFAULT_INDEX = "int8"
-#: int8 search: ``limit`` x this many candidates scored on the int8 vectors, rescored with the float vectors.
-INT8_OVERSAMPLING = 2.0
 
 
 def _read_meta(path: Path) -> dict[str, Any] | None:
@@ -102,8 +102,8 @@ class EdgeBackend(Backend):
         path: The directory (created if missing), or None for a temporary one (``prefix`` names it).
         exact: Dense search scans every float vector even once an index exists.
         hnsw_ef: HNSW search breadth once an index exists; None is Qdrant's default.
-        index: The dense layout's index kind (:data:`INDEX_KINDS`) for a NEW shard; None: the shard's own, else
-            :data:`DEFAULT_INDEX`. Other layouts take Qdrant's default config.
+        index: The dense layout's index kind (:mod:`~rrf_retriever.stores.qdrant.edge_index`) for a NEW shard;
+            None: the shard's own, else ``"int8"``. Other layouts take Qdrant's default config.
 
     Raises:
         MissingDependencyError: qdrant-edge-py is not installed.
@@ -177,7 +177,7 @@ class EdgeBackend(Backend):
                 raise StoreError(msg) from exc
         if self.layout is DENSE_LAYOUT:
             kind = meta.get("index", "hnsw")  # written before the setting: Qdrant's default config (HNSW)
-            if self._asked_index is not None and self._asked_index != kind:
+            if self._asked_index is not None and not same_kind(self._asked_index, kind):
                 shard_dir = self.path / _SHARD_DIR
                 msg = f"the shard at {shard_dir} was created with index={kind!r}, not {self._asked_index!r}"
                 raise InvalidArgumentError(msg)
@@ -256,6 +256,27 @@ class EdgeBackend(Backend):
         finally:
             self._generation += 1
 
+    def grow_graph(self, api: Any) -> bool:
+        """An int8 shard becomes ``"int8-hnsw"``: reopened with the graph's settings (qdrant-edge rewrites the
+        shard's config), recorded in the meta file, then optimized (the graph is built over every segment). A
+        crash in between leaves an int8 shard whose next ``grow_graph`` completes the change. False (nothing done)
+        for a shard of another kind."""
+        if self._shard is None or self.index != DEFAULT_INDEX:
+            return False
+        shard_dir = str(self.path / _SHARD_DIR)
+        self._generation += 1
+        self._shard.flush()
+        self._shard.close()
+        self._shard = None
+        try:
+            self._shard = self.qe.EdgeShard.load(shard_dir, self._config(self._dimension, GRAPH_KIND))
+        except Exception:
+            self._shard = self.qe.EdgeShard.load(shard_dir)  # as it was
+            raise
+        self.index = GRAPH_KIND
+        _write_meta(self.path, self._meta(self._dimension, None))
+        return self.optimize(api)
+
     def unoptimized_points(self, api: Any) -> int:
         """Points outside the optimized segments (searched by an exact scan of their float vectors)."""
         if self._shard is None:
@@ -282,11 +303,9 @@ class EdgeBackend(Backend):
             return {"bm25": params}
         return {"vectors": _JOINT_VECTORS, "dimension": dimension, "distance": "cosine", "bm25": params}
 
-    def create(self, api: Any, dimension: int | None, params: dict[str, Any] | None) -> None:
+    def _config(self, dimension: int | None, kind: str | None) -> Any:
+        """The shard's ``EdgeConfig``: the layout's vectors, and the settings of the index ``kind``."""
         qe = self.qe
-        shard_dir = self.path / _SHARD_DIR
-        if shard_dir.exists():  # a shard without our meta file: a crash between create and meta write
-            shutil.rmtree(shard_dir)
         config: dict[str, Any] = {}
         name = self.layout.dense
         if name is not None:
@@ -297,29 +316,19 @@ class EdgeBackend(Backend):
             config["vectors"] = dense if name == "" else {name: dense}
         if self.layout.sparse:
             config["sparse_vectors"] = {SPARSE_VECTOR_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-        shard = qe.EdgeShard.create(str(shard_dir), qe.EdgeConfig(**config, **self._index_config()))
+        return qe.EdgeConfig(**config, **index_config(qe, kind))
+
+    def create(self, api: Any, dimension: int | None, params: dict[str, Any] | None) -> None:
+        shard_dir = self.path / _SHARD_DIR
+        if shard_dir.exists():  # a shard without our meta file: a crash between create and meta write
+            shutil.rmtree(shard_dir)
+        shard = self.qe.EdgeShard.create(str(shard_dir), self._config(dimension, self.index))
         try:
             _write_meta(self.path, self._meta(dimension, params))
         except BaseException:
             shard.close()
             raise
         self._shard, self._dimension = shard, dimension
-
-    def _index_config(self) -> dict[str, Any]:
-        """The shard settings of the index kind: no HNSW graph (m=0) for int8 and plain; an int8 copy of the
-        vectors for int8; every segment optimizable whatever its size (optimizing is asked for, never automatic)."""
-        qe = self.qe
-        if self.index in (None, "hnsw"):
-            return {}
-        config: dict[str, Any] = {
-            "hnsw_config": qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
-            "optimizers": qe.EdgeOptimizersConfig(indexing_threshold=1),
-        }
-        if self.index == "int8":
-            config["quantization_config"] = qe.ScalarQuantizationConfig(
-                type=qe.ScalarType.Int8, quantile=0.99, always_ram=True
-            )
-        return config
 
     def save_params(self, api: Any, params: dict[str, Any]) -> None:
         _write_meta(self.path, self._meta(int(self._dimension or 0), params))
@@ -378,7 +387,8 @@ class EdgeBackend(Backend):
             name = self.layout.dense
             vector: Any = [query.vector] if self.windows is not None else query.vector  # one row: MAX_SIM is max
             nearest = qe.Query.Nearest(vector, using=name) if name else qe.Query.Nearest(vector)
-            params = qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef, quantization=self._quantization())
+            quantization = quantization_params(qe, self.index, self.exact)
+            params = qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef, quantization=quantization)
         else:
             nearest = qe.Query.Nearest(qe.SparseVector(query.indices, query.values), using=SPARSE_VECTOR_NAME)
             params = None
@@ -389,12 +399,6 @@ class EdgeBackend(Backend):
         request = qe.QueryRequest(limit=query.limit, query=nearest, filter=query.filter, with_payload=True,
                                   params=params)
         return self._shard.query(request)
-
-    def _quantization(self) -> Any:
-        # Rescoring makes the int8 scan's top ``limit`` the float vectors' ranking of its candidates.
-        if self.index != "int8" or self.exact:
-            return None
-        return self.qe.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
 
     def search_batch(self, api: Any, queries: list[Query]) -> list[Any]:
         # One after the other, in one engine call from the store (qdrant-edge 0.9 also has EdgeShard.query_batch,

@@ -20,9 +20,10 @@ from typing import Any
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
-from rrf_retriever.stores.qdrant.backend_edge import INDEX_KINDS, EdgeBackend
+from rrf_retriever.stores.qdrant.backend_edge import EdgeBackend
 from rrf_retriever.stores.qdrant.common import QdrantStore
 from rrf_retriever.stores.qdrant.dense import DenseKind
+from rrf_retriever.stores.qdrant.edge_index import DEFAULT_INDEX, GRAPH_POINTS, INDEX_KINDS
 from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.ops import Op
@@ -97,7 +98,10 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
     indexed as ``index`` says. By default (``index="int8"``, ``auto_optimize=True``) the store optimizes by itself
     once an add leaves :data:`AUTO_OPTIMIZE_POINTS` points outside the optimized segments: their vectors get an int8
     copy that a search scans first (``limit`` x ``INT8_OVERSAMPLING`` candidates), rescoring the candidates with
-    the float vectors (see ``benchmarks/RESULTS.md``, "The path users take").
+    the float vectors (see ``benchmarks/RESULTS.md``, "The path users take"). Once an add leaves the shard holding
+    ``graph_points`` points (default :data:`~rrf_retriever.stores.qdrant.edge_index.GRAPH_POINTS`, 300k) the shard
+    grows an HNSW graph over its int8 copy (:meth:`grow_graph`; kind ``"int8-hnsw"``): that add blocks while the
+    graph is built (minutes at 300k on 2 cores; "Scale: 10k to 1M" in benchmarks/RESULTS.md).
 
     Args:
         embedding: As for :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore`.
@@ -111,6 +115,8 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         auto_optimize: True: optimize after an add that leaves :data:`AUTO_OPTIMIZE_POINTS` points unoptimized
             (int8 and plain shards; never for ``"hnsw"``); an int: that many points, for any kind; False: only
             when :meth:`optimize` is called.
+        graph_points: An int8 shard with ``auto_optimize`` on grows its HNSW graph once an add leaves it holding
+            this many points; None: never by itself (:meth:`grow_graph` does it on request).
         batch_size: Points per update operation.
         index_keys: Metadata keys to index as documents are written (e.g. ``["session_id"]``), so filtered
             queries on them never build an index themselves.
@@ -139,9 +145,17 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         auto_optimize: bool | int = True,
         max_windows: int | None = None,
         window_overlap: int | None = None,
+        graph_points: int | None = GRAPH_POINTS,
     ) -> None:
         super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
                          max_windows=max_windows, window_overlap=window_overlap)
+        if graph_points is not None and (isinstance(graph_points, bool) or not isinstance(graph_points, int)):
+            msg = f"graph_points must be a number of points or None, not {type(graph_points).__name__}"
+            raise InvalidTypeError(msg)
+        if graph_points is not None and graph_points < 1:
+            msg = f"graph_points must be None or a number of points >= 1, got {graph_points!r}"
+            raise InvalidArgumentError(msg)
+        self._graph_points = graph_points
         if index is not None and index not in INDEX_KINDS:
             msg = f"index must be one of {list(INDEX_KINDS)} or None, got {index!r}"
             raise InvalidArgumentError(msg)
@@ -180,8 +194,22 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         does; then optimize if the add left :attr:`auto_optimize_points` points unoptimized."""
         super().add(ids, texts, metadatas, vectors)
         threshold = self.auto_optimize_points
-        if threshold is not None and self.unoptimized_points() >= threshold:
+        if threshold is None:
+            return
+        graph = self._graph_points
+        if graph is not None and self.index == DEFAULT_INDEX and self.count() >= graph:
+            self.grow_graph()
+        elif self.unoptimized_points() >= threshold:
             self.optimize()
+
+    def grow_graph(self) -> bool:
+        """Give an int8 shard an HNSW graph over its int8 copy (its kind becomes ``"int8-hnsw"``, kept when
+        reopened), and optimize it: blocks until the graph is built (qdrant-edge keeps the GIL meanwhile).
+
+        Returns:
+            True if the shard changed; False for a shard of another kind than ``"int8"`` (nothing done).
+        """
+        return bool(self._maintain(Op(self.backend.grow_graph, (), "grow the HNSW graph")))
 
 
 class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):

@@ -11,7 +11,7 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore, QdrantEdgeKeywordStore
-from rrf_retriever.stores.qdrant.backend_edge import DEFAULT_INDEX, INDEX_KINDS
+from rrf_retriever.stores.qdrant.edge_index import DEFAULT_INDEX, GRAPH_POINTS, INDEX_KINDS
 from rrf_retriever.stores.qdrant.edge_stores import AUTO_OPTIMIZE_POINTS
 
 DIM = 32
@@ -91,12 +91,74 @@ def test_a_shard_from_before_the_setting_is_hnsw_and_never_builds_by_itself(tmp_
     ("kwargs", "error"),
     [({"index": "ivf"}, InvalidArgumentError), ({"index": ""}, InvalidArgumentError),
      ({"auto_optimize": 0}, InvalidArgumentError), ({"auto_optimize": -5}, InvalidArgumentError),
-     ({"auto_optimize": "10"}, InvalidTypeError), ({"auto_optimize": 2.5}, InvalidTypeError)],
+     ({"auto_optimize": "10"}, InvalidTypeError), ({"auto_optimize": 2.5}, InvalidTypeError),
+     ({"graph_points": 0}, InvalidArgumentError), ({"graph_points": True}, InvalidTypeError),
+     ({"graph_points": 1.5}, InvalidTypeError)],
 )
 def test_bad_index_settings_are_our_errors(tmp_path, kwargs, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
         _store(tmp_path / "bad", **kwargs)
-    assert set(INDEX_KINDS) == {"int8", "hnsw", "plain"}
+    assert set(INDEX_KINDS) == {"int8", "hnsw", "plain", "int8-hnsw"}
+
+
+# ---- the graph an int8 shard grows at graph_points ------------------------------------------------------
+
+
+def _recall(store: QdrantEdgeDenseStore, queries: np.ndarray, flt: dict | None = None) -> float:  # type: ignore[type-arg]
+    got = [{h.id for h in store.search(q, 10, filter=flt)} for q in queries]
+    store.exact = True
+    try:
+        truth = [{h.id for h in store.search(q, 10, filter=flt)} for q in queries]
+    finally:
+        store.exact = False
+    return float(np.mean([len(a & b) / 10 for a, b in zip(got, truth)]))
+
+
+def test_an_int8_shard_grows_its_graph_at_graph_points_and_keeps_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    vectors = _vectors(900)
+    ids = [f"d{i}" for i in range(900)]
+    metas = [{"session_id": i % 10} for i in range(900)]
+    path = tmp_path / "g"
+    with _store(path, auto_optimize=100, graph_points=600) as store:
+        assert GRAPH_POINTS >= AUTO_OPTIMIZE_POINTS
+        store.add(ids[:500], ["t"] * 500, metas[:500], vectors=vectors[:500])
+        assert store.index == "int8"  # 500 < 600: the int8 scan
+        store.add(ids[500:700], ["t"] * 200, metas[500:700], vectors=vectors[500:700])
+        assert store.index == "int8-hnsw"
+        assert store.unoptimized_points() == 0
+        queries = _vectors(20, seed=2)
+        assert _recall(store, queries) >= 0.9
+        scoped = store.search(queries[0], 10, filter={"session_id": [4]})
+        assert len(scoped) == 10 and all(int(h.id[1:]) % 10 == 4 for h in scoped)
+        for h in scoped:  # rescored with the float vectors
+            assert h.score == pytest.approx(float(vectors[int(h.id[1:])] @ queries[0]), abs=1e-5)
+        store.add(ids[700:], ["t"] * 200, metas[700:], vectors=vectors[700:])  # later adds join the graph shard
+        assert store.count() == 900 and store.unoptimized_points() == 0
+        assert not store.grow_graph()  # already grown: nothing to do
+    with _store(path) as store:  # reopened: the kind is kept, and so are the documents
+        assert store.index == "int8-hnsw" and store.count() == 900
+        assert _recall(store, _vectors(20, seed=3)) >= 0.9
+    with _store(path, index="int8") as store:  # what its creator asked for: still the same shard
+        assert store.index == "int8-hnsw"
+    with pytest.raises(InvalidArgumentError, match="int8-hnsw"):
+        _store(path, index="plain")
+
+
+def test_no_graph_without_auto_optimize_or_below_graph_points(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    vectors = _vectors(300)
+    ids = [f"d{i}" for i in range(300)]
+    with _store(tmp_path / "a", auto_optimize=False, graph_points=100) as store:
+        store.add(ids, ["t"] * 300, vectors=vectors)
+        assert store.index == "int8" and store.unoptimized_points() == 300
+    with _store(tmp_path / "b", auto_optimize=50, graph_points=None) as store:
+        store.add(ids, ["t"] * 300, vectors=vectors)
+        assert store.index == "int8" and store.unoptimized_points() == 0
+        assert store.grow_graph()  # on request
+        assert store.index == "int8-hnsw"
+    with _store(tmp_path / "c", index="plain", auto_optimize=50, graph_points=100) as store:
+        store.add(ids, ["t"] * 300, vectors=vectors)
+        assert store.index == "plain"  # only int8 shards grow a graph
+        assert not store.grow_graph()
 
 
 # ---- the keyword shard: global IDF statistics unless deleted points await a vacuum --------------------------
