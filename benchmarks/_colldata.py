@@ -134,6 +134,9 @@ class TableEmbedding:
     embedded by the real MiniLM."""
 
     model_id = MODEL_ID
+    # It stands in for MiniLMEmbedding, so it declares what MiniLM declares (the weak-leg rule reads these).
+    languages = frozenset({"english"})
+    window_tokens = 256
 
     def __init__(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         self.dimension = int(vectors.shape[1])
