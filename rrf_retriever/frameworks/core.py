@@ -153,8 +153,6 @@ class RetrieverCore:
                     break
         return out
 
-    # ---- constructors -----------------------------------------------------------------------------------
-
     @classmethod
     def from_texts(
         cls,
@@ -189,9 +187,8 @@ class RetrieverCore:
                 keyword store. Default: the index's own kind at ``path``, else ``"qdrant-edge"`` (the choice is
                 argued in benchmarks/RESULTS.md, "The path users take").
             dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; an int8 scan
-                with exact rescoring once optimized, which an add of 10k+ points does by itself; an HNSW graph over the
-                int8 copy from 300k points), ``"qdrant"``
-                (qdrant-client local mode, ``:memory:`` or ``path``;
+                with exact rescoring once optimized, which an add of 10k+ points does by itself; an HNSW graph over
+                the int8 copy from 300k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or ``path``;
                 comfortable below ~20k points) or any dense store (e.g. a server by URL). Default: the index's own
                 kind at ``path``, else ``"qdrant-edge"``.
             path: An index directory, the same layout the ``rrf-retriever`` CLI uses (manifest ``rrf-index.json``,
