@@ -245,14 +245,19 @@ def distribution_based_score_fusion(
         if not hits:
             return []
         scores = _finite_scores(source, hits)
-        mean = math.fsum(scores) / len(scores)
-        sigma = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+        sigma = _spread(scores)
         if sigma == 0.0:
             return [0.5] * len(scores)
-        lower = mean - 3.0 * sigma
+        lower = math.fsum(scores) / len(scores) - 3.0 * sigma
         return [(s - lower) / (6.0 * sigma) for s in scores]
 
     return _fuse(ranked, weights, contribution, limit)
+
+
+def _spread(scores: Sequence[float]) -> float:
+    """The population standard deviation of a source's scores (what DBSF and calibrated fusion scale by)."""
+    mean = math.fsum(scores) / len(scores)
+    return math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
 
 
 def _sigmoid(x: float) -> float:
@@ -293,8 +298,7 @@ def calibrated_score_fusion(
         if not hits:
             return []
         scores = _finite_scores(source, hits)
-        mean = math.fsum(scores) / len(scores)
-        sigma = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+        sigma = _spread(scores)
         if sigma == 0.0:
             return [0.5] * len(scores)
         ordered = sorted(scores)
