@@ -12,8 +12,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from rrf_retriever.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from rrf_retriever.analysis.analyzer import Analyzer, tokenize
@@ -117,13 +118,7 @@ def __getattr__(name: str) -> Any:
             return version("rrf-retriever")
         except PackageNotFoundError:  # running from a source tree that was never installed
             return "0.0.0+unknown"
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'rrf_retriever' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: the next lookup is a plain attribute
-    return value
+    return lazy_attribute(__name__, _LAZY, name, globals())
 
 
 def __dir__() -> list[str]:

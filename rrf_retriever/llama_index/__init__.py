@@ -23,8 +23,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from rrf_retriever.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
@@ -59,13 +60,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: the next lookup is a plain attribute
-    return value
+    return lazy_attribute(__name__, _LAZY, name, globals())
 
 
 def __dir__() -> list[str]:
