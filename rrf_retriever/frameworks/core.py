@@ -188,7 +188,7 @@ class RetrieverCore:
                 argued in benchmarks/RESULTS.md, "The path users take").
             dense: ``"qdrant-edge"`` (Qdrant's in-process engine, in ``path`` or a temporary folder; an int8 scan
                 with exact rescoring once optimized, which an add of 10k+ points does by itself; an HNSW graph over
-                the int8 copy from 300k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or ``path``;
+                the int8 copy from 100k points), ``"qdrant"`` (qdrant-client local mode, ``:memory:`` or ``path``;
                 comfortable below ~20k points) or any dense store (e.g. a server by URL). Default: the index's own
                 kind at ``path``, else ``"qdrant-edge"``.
             path: An index directory, the same layout the ``rrf-retriever`` CLI uses (manifest ``rrf-index.json``,

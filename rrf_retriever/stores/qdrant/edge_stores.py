@@ -99,9 +99,9 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
     once an add leaves :data:`AUTO_OPTIMIZE_POINTS` points outside the optimized segments: their vectors get an int8
     copy that a search scans first (``limit`` x ``INT8_OVERSAMPLING`` candidates), rescoring the candidates with
     the float vectors (see ``benchmarks/RESULTS.md``, "The path users take"). Once an add leaves the shard holding
-    ``graph_points`` points (default :data:`~rrf_retriever.stores.qdrant.edge_index.GRAPH_POINTS`, 300k) the shard
+    ``graph_points`` points (default :data:`~rrf_retriever.stores.qdrant.edge_index.GRAPH_POINTS`, 100k) the shard
     grows an HNSW graph over its int8 copy (:meth:`grow_graph`; kind ``"int8-hnsw"``): that add blocks while the
-    graph is built (minutes at 300k on 2 cores; "Scale: 10k to 1M" in benchmarks/RESULTS.md).
+    graph is built (~12 s at 100k on 2 cores; "Scale: 10k to 1M" in benchmarks/RESULTS.md).
 
     Args:
         embedding: As for :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore`.
