@@ -47,7 +47,7 @@ def minilm() -> Any:
     if _MODEL is None:
         from rrf_retriever import MiniLMEmbedding
 
-        _MODEL = MiniLMEmbedding(show_progress=True)
+        _MODEL = MiniLMEmbedding(show_progress=True, precision="fp32")
     return _MODEL
 
 

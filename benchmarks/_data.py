@@ -38,7 +38,7 @@ def minilm() -> MiniLMEmbedding:
     """One MiniLM per process."""
     global _MODEL
     if _MODEL is None:
-        _MODEL = MiniLMEmbedding(show_progress=True)
+        _MODEL = MiniLMEmbedding(show_progress=True, precision="fp32")
     return _MODEL
 
 

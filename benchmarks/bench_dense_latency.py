@@ -115,7 +115,7 @@ def hnsw_recall(tmp: Path, n_queries: int) -> dict[str, Any]:
     from rrf_retriever.embeddings import MiniLMEmbedding, cached_embed_documents
     from rrf_retriever.evaluation import doc_text, load_beir
 
-    model = MiniLMEmbedding(show_progress=True)
+    model = MiniLMEmbedding(show_progress=True, precision="fp32")
     corpora, query_sets = [], []
     for name in ("scifact", "arguana"):  # cached by bench_dense_quality.py; computed here otherwise
         ds = load_beir(ROOT.parent / "shared" / "data" / name)

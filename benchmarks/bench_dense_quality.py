@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["scifact", "arguana"])
     parser.add_argument("--stores", nargs="+", default=["edge", "qdrant"], choices=["edge", "qdrant"])
     args = parser.parse_args()
-    model = MiniLMEmbedding(show_progress=True)
+    model = MiniLMEmbedding(show_progress=True, precision="fp32")
     target = RESULTS / "dense_quality.json"
     results = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}  # keep other datasets
     for name in args.datasets:

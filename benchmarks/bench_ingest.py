@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sets = load_passages(args.scifact, args.short)
-    models = {"fp32": MiniLMEmbedding(show_progress=False), "int8": MiniLMEmbedding(precision="int8",
+    models = {"fp32": MiniLMEmbedding(show_progress=False, precision="fp32"), "int8": MiniLMEmbedding(precision="int8",
                                                                                     show_progress=False)}
     for m in models.values():
         m.embed_documents(sets["short"][:8])  # load the sessions (the int8 graph is built once, then cached)

@@ -83,8 +83,8 @@ def run_ours(
 ) -> dict[str, float]:
     from rrf_retriever.embeddings import MiniLMEmbedding
 
-    model = MiniLMEmbedding(threads=threads) if batch_size is None else MiniLMEmbedding(threads=threads,
-                                                                                       batch_size=batch_size)
+    model = (MiniLMEmbedding(threads=threads, precision="fp32") if batch_size is None else
+             MiniLMEmbedding(threads=threads, batch_size=batch_size, precision="fp32"))
     model.embed_array(passages[:64])
     rates = []
     for _ in range(3):

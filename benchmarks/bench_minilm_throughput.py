@@ -142,11 +142,11 @@ def make_variants(base: MiniLMEmbedding, wanted: set[str] | None) -> dict[str, C
     makers: dict[str, Callable[[], Callable[[list[str]], np.ndarray]]] = {
         BASELINE: lambda: char_order_bs4(base),
         "fp32 token bs4": lambda: base.embed_array,
-        "fp32 token bs1": lambda: MiniLMEmbedding(batch_size=1, show_progress=False).embed_array,
-        "fp32 token bs2": lambda: MiniLMEmbedding(batch_size=2, show_progress=False).embed_array,
-        "fp32 token bs8": lambda: MiniLMEmbedding(batch_size=8, show_progress=False).embed_array,
-        "fp32 workers2 bs4": lambda: MiniLMEmbedding(workers=2, show_progress=False).embed_array,
-        "fp32 workers2 bs2": lambda: MiniLMEmbedding(workers=2, batch_size=2, show_progress=False).embed_array,
+        "fp32 token bs1": lambda: MiniLMEmbedding(batch_size=1, show_progress=False, precision="fp32").embed_array,
+        "fp32 token bs2": lambda: MiniLMEmbedding(batch_size=2, show_progress=False, precision="fp32").embed_array,
+        "fp32 token bs8": lambda: MiniLMEmbedding(batch_size=8, show_progress=False, precision="fp32").embed_array,
+        "fp32 workers2 bs4": lambda: MiniLMEmbedding(workers=2, show_progress=False, precision="fp32").embed_array,
+        "fp32 workers2 bs2": lambda: MiniLMEmbedding(workers=2, batch_size=2, show_progress=False, precision="fp32").embed_array,
         "fp32 spin": lambda: RawSession(base, spin=True).embed_array,
         "fp32 no-mempattern": lambda: RawSession(base, mem_pattern=False).embed_array,
         "fp32 extended": lambda: RawSession(base, extended=True).embed_array,
@@ -168,7 +168,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "minilm_throughput.json"))
     args = parser.parse_args()
     started = time.perf_counter()
-    base = MiniLMEmbedding(show_progress=False)
+    base = MiniLMEmbedding(show_progress=False, precision="fp32")
     sets = {k: v for k, v in load_passages(args.scifact, args.short).items() if v}
     variants = make_variants(base, set(args.variants) if args.variants else None)
     result: dict[str, Any] = {"rounds": args.rounds, "cpu_count": os.cpu_count(), "load_avg": [], "sets": {}}

@@ -247,7 +247,7 @@ def ingest_cost(n_docs: int, cap: int, overlap: int) -> dict[str, Any]:
     ds = load_beir(DATA / "scifact", split="test")
     ids = list(ds.corpus)[:n_docs]
     texts = [doc_text(ds.corpus[i]) for i in ids]
-    model = MiniLMEmbedding()
+    model = MiniLMEmbedding(precision="fp32")
     times: dict[str, list[float]] = {"single": [], "maxp": []}
     for _ in range(2):
         for label, windows in (("single", None), ("maxp", cap)):

@@ -32,6 +32,8 @@ from rrf_retriever.errors import InvalidArgumentError
 
 __all__ = ["DemoQuery", "DemoReport", "default_demo_index_dir", "load_demo_queries", "main", "run_demo"]
 
+#: The exact fp32 model, not the int8 default of new indexes: the queries' "why" texts quote its ranks (int8 moves
+#: the stolen-laptop page from dense 1st to 2nd, and keyword_weight=0 would no longer restore it to 1st).
 EMBEDDER = "minilm"
 TOP_K = 5
 #: The three ways of answering each demo query, as engine weights.

@@ -9,8 +9,8 @@ framework's embedding live in :mod:`rrf_retriever.langchain` and :mod:`rrf_retri
   LlamaIndex's embedding methods (duck typed: no framework import);
 * :mod:`~rrf_retriever.embeddings.hashing`: :class:`HashingEmbedding` (plumbing tests);
 * :mod:`~rrf_retriever.embeddings.minilm`: :class:`MiniLMEmbedding` (onnxruntime, no torch; extra ``local``),
-  over the graph :mod:`~rrf_retriever.embeddings.onnx_graph` builds (or its int8 quantisation,
-  :mod:`~rrf_retriever.embeddings.int8_graph`, with ``precision="int8"``);
+  over the int8 quantisation :mod:`~rrf_retriever.embeddings.int8_graph` builds (the default) or, with
+  ``precision="fp32"``, the exact graph :mod:`~rrf_retriever.embeddings.onnx_graph` builds;
 * :mod:`~rrf_retriever.embeddings.cache`: :func:`cached_embed_documents`.
 
 Example:

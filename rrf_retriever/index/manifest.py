@@ -36,6 +36,7 @@ from rrf_retriever.index.registry import (
     JOINT_QDRANT,
     KEYWORD_FILE,
     KEYWORD_PLACES,
+    MINILM_PYTHON,
     QDRANT_DIR,
     QDRANT_EDGE_DIR,
     describe_embedding,
@@ -230,8 +231,9 @@ def _check_embedding(root: Path, manifest: dict[str, Any], adapter: Any) -> None
             raise IndexDirectoryError(msg)
     then, now = manifest.get("embedder"), embedder_spec(adapter)
     if then is not None and now is not None and then != now:
-        msg = f"the index at {root} was built with embedder {then!r}, not {now!r}; use the same one or another " \
-              "directory"
+        hint = f" ({MINILM_PYTHON[then]})" if then in MINILM_PYTHON else ""
+        msg = f"the index at {root} was built with embedder {then!r}, not {now!r}; use the same one{hint} or " \
+              "another directory"
         raise IndexDirectoryError(msg)
     model = manifest.get("embedder_model")
     if then is None and model is not None and model != getattr(adapter, "model_id", model):

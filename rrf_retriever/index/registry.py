@@ -55,10 +55,16 @@ KEYWORD_PLACES = {"fts5": KEYWORD_FILE, "bm25": BM25_DIR, "qdrant": KEYWORD_QDRA
 #: The folder of each dense store kind in an index directory, by kind.
 DENSE_DIRS = {"qdrant": QDRANT_DIR, "qdrant-edge": QDRANT_EDGE_DIR}
 DEFAULT_COLLECTION = "rrf_retriever"
+#: The embedder of a new index when none is named: MiniLM in int8 (``MiniLMEmbedding()``'s precision). ``"minilm"``
+#: is the exact fp32 model (the name older indexes record).
+DEFAULT_EMBEDDER = "minilm-int8"
+#: The Python that builds each MiniLM spec (named in errors, so a mismatch says what to pass).
+MINILM_PYTHON = {"minilm": 'MiniLMEmbedding(precision="fp32")', "minilm-int8": "MiniLMEmbedding()"}
 
 
 def make_embedding(spec: str) -> Any:
-    """Build the embedder an index names: ``"minilm"`` (offline all-MiniLM-L6-v2) or ``"hashing:<dim>"``.
+    """Build the embedder an index names: ``"minilm-int8"`` (offline all-MiniLM-L6-v2 in int8, the default of a new
+    index), ``"minilm"`` (the same model in exact fp32) or ``"hashing:<dim>"``.
 
     ``"hashing"`` alone means ``"hashing:256"``. The hashing embedder is deterministic plumbing, not semantics.
 
@@ -69,7 +75,7 @@ def make_embedding(spec: str) -> Any:
     from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding
 
     if spec == "minilm":
-        return MiniLMEmbedding(show_progress=False)
+        return MiniLMEmbedding(show_progress=False, precision="fp32")
     if spec == "minilm-int8":  # the int8 quantisation: another model as far as an index is concerned
         return MiniLMEmbedding(show_progress=False, precision="int8")
     if spec == "hashing" or spec.startswith("hashing:"):

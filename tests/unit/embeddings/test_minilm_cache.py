@@ -14,21 +14,21 @@ from rrf_retriever.errors import EmbeddingError
 
 
 def test_a_truncated_cached_graph_is_rebuilt_and_the_model_works(tmp_path: Path) -> None:
-    first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False)
+    first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32")
     expected = first.embed_query("hybrid search")
     size = first.onnx_path.stat().st_size
     with first.onnx_path.open("r+b") as fh:
         fh.truncate(size // 3)  # a disk that filled up, a copy cut short
-    again = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False)
+    again = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32")
     assert again.onnx_path == first.onnx_path and again.onnx_path.stat().st_size == size
     assert again.embed_query("hybrid search") == pytest.approx(expected, abs=1e-6)
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
 
 
 def test_a_cached_graph_of_garbage_is_rebuilt(tmp_path: Path) -> None:
-    first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False)
+    first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32")
     first.onnx_path.write_bytes(b"not a graph at all")
-    MiniLMEmbedding(cache_dir=tmp_path, show_progress=False).embed_query("x")
+    MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32").embed_query("x")
 
 
 def test_a_truncated_int8_graph_is_rebuilt(tmp_path: Path) -> None:

@@ -61,7 +61,8 @@ def _check_exact(got: np.ndarray, texts: list[str], alone: dict[str, np.ndarray]
 def test_fp32_batches_equal_each_text_alone(
     minilm: MiniLMEmbedding, alone: dict[str, np.ndarray], batch_size: int, workers: int
 ) -> None:
-    model = minilm if (batch_size, workers) == (4, 1) else MiniLMEmbedding(batch_size=batch_size, workers=workers)
+    model = minilm if (batch_size, workers) == (4, 1) else MiniLMEmbedding(batch_size=batch_size, workers=workers,
+                                                                                     precision="fp32")
     texts = HOSTILE_TEXTS + HOSTILE_TEXTS[::-1]  # duplicates, in both orders
     _check_exact(model.embed_array(texts), texts, alone)
     assert np.allclose(model.embed_documents(texts), model.embed_array(texts), atol=1e-6)
@@ -88,7 +89,7 @@ def test_order_restored_after_length_sorting(
 def test_order_restored_across_windows(minilm: MiniLMEmbedding) -> None:
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda"]
     texts = [" ".join(words[: 1 + i % len(words)]) + f" {i}" for i in range(1100)]
-    forward = MiniLMEmbedding(batch_size=32, workers=2).embed_array(texts)
+    forward = MiniLMEmbedding(batch_size=32, workers=2, precision="fp32").embed_array(texts)
     backward = minilm.embed_array(texts[::-1])[::-1]
     assert float(np.abs(forward - backward).max()) <= 1e-5
     for i in (0, 517, 1023, 1024, 1099):
@@ -206,5 +207,32 @@ def test_int8_identity_in_the_manifest(int8_model: MiniLMEmbedding, minilm: Mini
         engine.close()
     with EnsembleRRFRetriever.from_texts(texts, minilm, ids=["a", "b", "c"], path=fp32_dir):
         pass
-    with pytest.raises(IndexDirectoryError, match="minilm"):
+    # The default model is int8 now: an index built in fp32 says which Python to pass.
+    with pytest.raises(IndexDirectoryError, match="minilm") as info:
         EnsembleRRFRetriever.from_texts([], int8_model, path=fp32_dir)
+    assert 'MiniLMEmbedding(precision="fp32")' in str(info.value)
+    with pytest.raises(IndexDirectoryError, match="--embedder minilm"):
+        create_index(fp32_dir, embedder="minilm-int8")
+
+
+def test_the_default_model_is_int8_and_fp32_is_one_argument_away(int8_model: MiniLMEmbedding,
+                                                                 minilm: MiniLMEmbedding) -> None:
+    default = MiniLMEmbedding()
+    assert (default.precision, default.model_id, default.batch_size) == ("int8", "all-MiniLM-L6-v2-int8", 1)
+    assert default.onnx_path == int8_model.onnx_path
+    assert np.allclose(default.embed_query("orbit"), int8_model.embed_query("orbit"), atol=1e-6)
+    exact = MiniLMEmbedding(precision="fp32")
+    assert (exact.model_id, exact.onnx_path) == ("all-MiniLM-L6-v2", minilm.onnx_path)
+    assert embedder_spec(default) == "minilm-int8" and embedder_spec(exact) == "minilm"
+    assert make_embedding("minilm").precision == "fp32"  # the name older indexes record keeps its meaning
+    assert make_embedding("minilm-int8").precision == "int8"
+
+
+@pytest.mark.slow  # builds a MiniLM index
+def test_a_new_cli_index_defaults_to_int8(tmp_path: Path) -> None:
+    engine = create_index(tmp_path / "idx")
+    try:
+        engine.add(["a"], ["rockets reach orbit"])
+    finally:
+        engine.close()
+    assert read_manifest(tmp_path / "idx")["embedder"] == "minilm-int8"
