@@ -8,16 +8,18 @@ Usage:
 
 Each (corpus, size) point runs in a fresh child process (``nice``; its peak RSS is its own) and is cached as
 ``benchmarks/results/scale_curve/<corpus>-<size>.json``; a later run reuses the cached points unless ``--force``
-(the 1M point takes the longest: run it once). The parent merges the points into
+(the 1M point takes the longest: run it once). From ``--separate-from`` (1M) on, each stack gets its own child
+process (two 1M stacks do not fit in 24 GB together) and the parts are merged into the point (its queries are then
+not interleaved across stacks: ``"separate_processes": true``). The parent merges the points into
 ``benchmarks/results/scale_curve.json``, fits the growth of each p50 in N (a power law ``a * N^b`` over the sizes
 measured) and draws ``benchmarks/results/scale_curve.png`` (latency and memory vs N).
 
 Stacks, built as users build them (``EnsembleRRFRetriever.from_texts(texts, embedding, metadatas=[{"session_id":
 i % 100}], ids=ids, ...)``: the first 100k through ``from_texts``, the rest through ``add_texts`` in batches of
 100k): ``default`` (no store argument: whatever the library builds at that size), ``fts5`` (``keyword="fts5"``,
-dense as the default; from ``--scan-from`` (300k) on, its dense store is ``QdrantEdgeDenseStore(emb,
-graph_points=None)``: the int8 scan without the graph, so its dense leg alone is the scan beside the default's
-graph; the FTS5 stack's time is its keyword leg's at those sizes either way). Each
+dense as the default; from ``--scan-from`` (100k: where the default grows its graph) on, its dense store is
+``QdrantEdgeDenseStore(emb, graph_points=None)``: the int8 scan without the graph, so its dense leg alone is the
+scan beside the default's graph; the FTS5 stack's time is its keyword leg's at those sizes either way). Each
 is timed through LangChain's ``invoke(q, top_k=10)`` and ``invoke(q, top_k=10, filter={"session_id": [7, 42,
 77]})`` (3 of 100 sessions), the query embedding excluded (precomputed vectors), the queries interleaved
 round-robin across stacks (each query follows another stack's). A stack whose warm-up queries take > 150 ms gets
@@ -388,9 +390,13 @@ def main() -> None:
     parser.add_argument("--slow-queries", type=int, default=15, help="timed queries for a stack slower than 150 ms")
     parser.add_argument("--anchors-max", type=int, default=100_000)
     parser.add_argument("--no-anchors", action="store_true")
-    parser.add_argument("--scan-from", type=int, default=300_000,
+    parser.add_argument("--scan-from", type=int, default=100_000,
                         help="from this size on, the FTS5 stack's dense leg is the int8 scan without the graph")
     parser.add_argument("--force", action="store_true", help="re-run points already cached")
+    parser.add_argument("--separate-from", type=int, default=1_000_000,
+                        help="from this size on, each stack is built and timed in its own child process (two 1M "
+                             "stacks do not fit in 24 GB together); the parts are merged into the point")
+    parser.add_argument("--point-file", help=argparse.SUPPRESS)
     parser.add_argument("--plot-only", action="store_true")
     parser.add_argument("--one", nargs=2, metavar=("CORPUS", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -399,7 +405,8 @@ def main() -> None:
         corpus, size = args.one[0], int(args.one[1])
         point = run_point(corpus, size, args)
         point["command"] = " ".join([Path(sys.executable).name, *sys.argv])
-        (POINTS / f"{corpus}-{size}.json").write_text(json.dumps(point, indent=2))
+        target = Path(args.point_file) if args.point_file else POINTS / f"{corpus}-{size}.json"
+        target.write_text(json.dumps(point, indent=2))
         return
     if not args.plot_only:
         for size in args.sizes:
@@ -411,8 +418,24 @@ def main() -> None:
                 child = ["nice", "-n", "5", sys.executable, __file__, "--one", corpus, str(size),
                          "--queries", str(args.queries), "--slow-queries", str(args.slow_queries),
                          "--anchors-max", str(args.anchors_max), "--scan-from", str(args.scan_from),
-                         "--stacks", *args.stacks, *(["--no-anchors"] if args.no_anchors else [])]
-                subprocess.run(child, check=False, env={**os.environ, "TQDM_DISABLE": "1"})
+                         *(["--no-anchors"] if args.no_anchors else [])]
+                env = {**os.environ, "TQDM_DISABLE": "1"}
+                if size < args.separate_from:
+                    subprocess.run([*child, "--stacks", *args.stacks], check=False, env=env)
+                    continue
+                parts = []
+                for i, stack in enumerate(args.stacks):
+                    part = POINTS / f"{corpus}-{size}.part{i}.tmp"
+                    subprocess.run([*child, "--stacks", stack, "--point-file", str(part), *(
+                        ["--no-anchors"] if i else [])], check=False, env=env)
+                    if part.is_file():
+                        parts.append(json.loads(part.read_text()))
+                        part.unlink()
+                if parts:
+                    merged = {**parts[0], "separate_processes": True, "parts": [
+                        {k: v for k, v in q.items() if k != "stacks"} for q in parts]}
+                    merged["stacks"] = {name: row for q in parts for name, row in q["stacks"].items()}
+                    target.write_text(json.dumps(merged, indent=2))
     curve: dict[str, Any] = {"top_k": TOP_K, "depth": DEPTH, "filter": FILTER, "points": {}, "fits": {}}
     for f in sorted(POINTS.glob("*.json"), key=lambda p: (p.stem.split("-")[0], int(p.stem.split("-")[1]))):
         point = json.loads(f.read_text())
