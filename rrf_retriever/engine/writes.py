@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any, NamedTuple
 
 from rrf_retriever.embeddings.base import EmbedsArrays
@@ -34,7 +35,7 @@ from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
 from rrf_retriever.progress import progress_span
-from rrf_retriever.stores.base import IdsMatching, WritesThrough
+from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, WritesThrough
 from rrf_retriever.types import Record
 from rrf_retriever.validate import CheckedList, check_ids, check_int, validate_batch
 from rrf_retriever.vectors import validate_vectors
@@ -204,8 +205,12 @@ class WriteUnit:
             with self.lock:
                 self._add_chunk(id_list, text_list, meta_list, vectors, _Chunk(0, total, total, size))
             return id_list
-        # One bar per kind of work over the whole batch, not one per chunk.
-        with self.lock, progress_span(total) as span:
+        # One bar per kind of work over the whole batch, not one per chunk; a store's upkeep (qdrant-edge's
+        # optimizers) once, after the last chunk, as after one add.
+        with self.lock, progress_span(total) as span, ExitStack() as upkeep:
+            for _, leg in self._legs:
+                if isinstance(leg.store, DefersMaintenance):
+                    upkeep.enter_context(leg.store.deferred_maintenance())
             for start in range(0, total, size):
                 stop = min(start + size, total)
                 span.part(stop - start)

@@ -71,15 +71,20 @@ class ArrayHashing(HashingEmbedding):
 
 
 class RecordingDense(QdrantEdgeDenseStore):
-    """A real qdrant-edge dense store that notes the type of the vectors each add is given."""
+    """A real qdrant-edge dense store that notes the type of the vectors each add is given, and its optimizations."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.given: list[str] = []
+        self.optimizations = 0
 
     def add(self, ids: Any, texts: Any, metadatas: Any = None, vectors: Any = None) -> None:
         self.given.append(type(vectors).__name__)
         super().add(ids, texts, metadatas, vectors)
+
+    def optimize(self) -> bool:
+        self.optimizations += 1
+        return super().optimize()
 
 
 @pytest.fixture
@@ -104,6 +109,16 @@ def test_a_batch_larger_than_a_chunk_is_written_chunk_by_chunk(stores: dict[str,
     assert unit.count() == {"dense": 7, "keyword": 7}
     assert [dict(r.metadata) for r in stores["keyword"].get(IDS)] == [{"n": i} for i in range(7)]
     journal.close()
+
+
+def test_the_stores_upkeep_runs_once_after_the_last_chunk(tmp_path: Path) -> None:
+    dense = RecordingDense(HashingEmbedding(DIM), tmp_path / "edge", auto_optimize=3)  # each chunk crosses it
+    unit = _unit({"dense": dense, "keyword": FTS5KeywordStore()})
+    unit.add(IDS, TEXTS)
+    assert dense.given == ["list"] * 3 and dense.optimizations == 1  # as after one add, not once a chunk
+    dense.add(["x", "y", "z"], ["a", "b", "c"])  # outside a chunked write: after the add, as before
+    assert dense.optimizations == 2
+    dense.close()
 
 
 def test_a_batch_within_one_chunk_is_one_write_and_the_default_chunk_is_10000(stores: dict[str, Any],
