@@ -11,6 +11,10 @@ bar is drawn for long work only (more than :data:`PROGRESS_THRESHOLD` items) and
 (no bar in logs, CI or a captured stream). A call's switch reaches its bars through :func:`progress_shown` (a
 context variable, so it holds for that call only, threads and asyncio tasks of other calls untouched).
 
+A write done in parts (an add of more than 10,000 documents, in chunks) opens :func:`progress_span`: each part
+opens the same bars (embedding, upserting into each store), and within the span the n-th bar of a label is one bar
+over the whole write, drawn once, instead of one bar a part.
+
 Example:
     >>> with progress_bar(10, "upserting", unit="doc") as bar:  # 10 <= PROGRESS_THRESHOLD: no bar is drawn
     ...     bar.update(10)
@@ -29,7 +33,15 @@ from typing import Any, Protocol
 
 from rrf_retriever.errors import InvalidTypeError
 
-__all__ = ["PROGRESS_THRESHOLD", "ProgressBar", "check_show_progress", "progress_bar", "progress_shown"]
+__all__ = [
+    "PROGRESS_THRESHOLD",
+    "ProgressBar",
+    "ProgressSpan",
+    "check_show_progress",
+    "progress_bar",
+    "progress_shown",
+    "progress_span",
+]
 
 #: The current call's ``show_progress`` (None: not set; each bar decides).
 _SHOWN: ContextVar[bool | None] = ContextVar("rrf_retriever_show_progress", default=None)
@@ -47,6 +59,62 @@ class ProgressBar(Protocol):
 class _SilentBar:
     def update(self, n: int = 1) -> None:
         """Nothing to draw."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+class ProgressSpan:
+    """The bars of one job done in parts (see :func:`progress_span`): call :meth:`part` before each part.
+
+    A bar a part opens is kept open, by its label and its rank among that part's bars of the label (a dense and a
+    keyword store on qdrant-edge both upsert "into qdrant-edge"), and the next parts update it.
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._part = 0
+        self._ranks: dict[str, int] = {}
+        self.bars: dict[tuple[str, int], Any] = {}
+
+    def part(self, size: int) -> None:
+        """The next part, of ``size`` of the span's items, starts."""
+        self._part = max(size, 1)
+        self._ranks.clear()
+
+    def scaled(self, total: int) -> int:
+        """A part's bar of ``total`` items as a bar over the whole job (exact for a bar counting the items)."""
+        return max(total, round(total * self.total / self._part)) if self._part else total
+
+    def key(self, desc: str) -> tuple[str, int]:
+        rank = self._ranks.get(desc, 0)
+        self._ranks[desc] = rank + 1
+        return desc, rank
+
+
+_SPAN: ContextVar[ProgressSpan | None] = ContextVar("rrf_retriever_progress_span", default=None)
+
+
+@contextmanager
+def progress_span(total: int) -> Iterator[ProgressSpan]:
+    """Within the block, a job of ``total`` items runs in parts, each opening the same bars: each is drawn once,
+    over the whole job, and closed when the block ends.
+
+    Example:
+        >>> with progress_span(20) as span:
+        ...     for part in range(2):
+        ...         span.part(10)
+        ...         with progress_bar(10, "upserting") as bar:  # one bar of 20 items, not two of 10
+        ...             bar.update(10)
+    """
+    span = ProgressSpan(total)
+    token = _SPAN.set(span)
+    try:
+        yield span
+    finally:
+        _SPAN.reset(token)
+        for bar in span.bars.values():
+            bar.close()
 
 
 def check_show_progress(show: object) -> bool | None:
@@ -101,6 +169,22 @@ def progress_bar(total: int, desc: str, *, unit: str = "it", show: bool | None =
             (default): a bar when ``total`` is above :data:`PROGRESS_THRESHOLD` and stderr is a terminal. A call's
             :func:`progress_shown` wins over both. Either way a bar needs tqdm (``pip install tqdm``).
     """
+    span = _SPAN.get()
+    if span is not None:
+        key = span.key(desc)
+        if key not in span.bars:  # the first part opens it, over the whole job; the span closes it
+            span.bars[key] = _open_bar(span.scaled(total), desc, unit, show)
+        yield span.bars[key]
+        return
+    bar = _open_bar(total, desc, unit, show)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _open_bar(total: int, desc: str, unit: str, show: bool | None) -> Any:
+    """A tqdm bar, or the silent stand-in (see :func:`progress_bar` for the choice)."""
     call = _SHOWN.get()
     if call is not None:
         wanted = call
@@ -109,12 +193,7 @@ def progress_bar(total: int, desc: str, *, unit: str = "it", show: bool | None =
     else:
         wanted = total > PROGRESS_THRESHOLD and _stderr_is_a_terminal()
     if not wanted or importlib.util.find_spec("tqdm") is None:
-        yield _SilentBar()
-        return
+        return _SilentBar()
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit=unit)
-    try:
-        yield bar
-    finally:
-        bar.close()
+    return tqdm(total=total, desc=desc, unit=unit)

@@ -36,6 +36,7 @@ __all__ = [
     "BaseEmbeddingAdapter",
     "CallableEmbedding",
     "EmbeddingAdapter",
+    "EmbedsArrays",
     "check_texts",
     "declared_languages",
     "declared_window",
@@ -59,6 +60,20 @@ class EmbeddingAdapter(Protocol):
     async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     async def aembed_query(self, text: str) -> list[float]: ...
+
+
+@runtime_checkable
+class EmbedsArrays(Protocol):
+    """A model that embeds documents into one 2-D float array (``[len(texts), dimension]``, float32), such as
+    :class:`~rrf_retriever.embeddings.MiniLMEmbedding`: writes take that array to the stores as it is, 8 times
+    smaller than the same vectors as Python floats. Its rows must equal ``embed_documents``'s vectors.
+
+    Example:
+        >>> isinstance(CallableEmbedding(lambda texts: [[1.0] for _ in texts]), EmbedsArrays)
+        False
+    """
+
+    def embed_array(self, texts: Sequence[str]) -> Any: ...
 
 
 def declared_languages(model: object) -> frozenset[str] | None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from rrf_retriever.engine.handle import SharedHandle
 from rrf_retriever.engine.journal import Journal, open_journal
-from rrf_retriever.engine.legs import Leg, StoreLeg, as_leg
+from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, as_leg
 from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
@@ -343,22 +343,23 @@ class HybridEngine(SharedHandle):
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
-        *, vectors: Sequence[Sequence[float]] | None = None,
+        *, vectors: Vectors | None = None,
     ) -> list[str]:
-        """Upsert documents into every store with the same ids; all or nothing across stores.
+        """Upsert documents into every store with the same ids; all or nothing across stores, per chunk of 10,000.
 
-        Texts are embedded once per distinct embedding model BEFORE anything is written (a failing embedding writes
-        nothing); ``vectors``, one per text embedded by the caller (a LlamaIndex ``embed_model``), go to every dense
-        store instead. If one store fails, the stores already written are rolled back to their
-        previous content (new ids deleted, replaced documents restored), so no document is ever in one leg only.
+        Texts are embedded once per distinct embedding model BEFORE anything of their chunk is written;
+        ``vectors``, one per text embedded by the caller (a LlamaIndex ``embed_model``; lists or a 2-D array), go to
+        every dense store instead. If one store fails, the stores already written are rolled back to their previous
+        content (new ids deleted, replaced documents restored), so no document is ever in one leg only. A larger
+        batch is validated whole, then written chunk by chunk (:class:`~rrf_retriever.engine.writes.WriteUnit`).
 
         Returns:
             The ids written.
 
         Raises:
             InvalidArgumentError / InvalidTypeError: a bad batch (nothing written).
-            EmbeddingError: the embedding model failed (nothing written).
-            StoreError: a store failed; the others were rolled back.
+            EmbeddingError: the embedding model failed (nothing of that chunk written).
+            StoreError: a store failed; the others were rolled back (that chunk: earlier chunks stay written).
         """
         with self._writes.lock:
             self._check_open()
@@ -375,7 +376,7 @@ class HybridEngine(SharedHandle):
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
-        *, vectors: Sequence[Sequence[float]] | None = None,
+        *, vectors: Vectors | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add` (runs in a worker thread: writes are serialised anyway)."""
         import asyncio

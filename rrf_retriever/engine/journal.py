@@ -18,6 +18,12 @@ The journal is one SQLite file in WAL mode with ``synchronous=FULL``: a recorded
 process and a power cut; an entry half-written when the process died is rolled back by SQLite, and then no
 store had been written either (the record comes first).
 
+It stays small: an entry's vectors are float32 bytes (base64 in the entry's JSON, format 2: 5.3 characters a
+value, where format 1 wrote ~20 as a JSON number; the stores keep float32 too, so a redo writes the same vectors),
+the file is created with ``auto_vacuum = FULL`` and checkpointed once a large entry is cleared, so it shrinks back
+after each batch (an older file, without auto-vacuum, is vacuumed once when an entry leaves it mostly free space).
+Entries of format 1 (JSON float lists, written by earlier versions) are still read and redone.
+
 Example:
     >>> journal = Journal(":memory:")
     >>> entry = journal.begin("add", ["a"], ["hello"], [{"n": 1}], {"dense": [[0.1, 0.2]]})
@@ -30,21 +36,39 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import os
 import sqlite3
+import sys
 import threading
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError, StoreLockedError
+from rrf_retriever.errors import (
+    DimensionMismatchError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    StoreError,
+    StoreLockedError,
+)
+from rrf_retriever.vectors import float_array
 
 __all__ = ["Journal", "JournalEntry", "open_journal"]
 
 JournalOp = Literal["add", "delete"]
-_FORMAT = 1
+#: The format new entries are written in (2: vectors as float32 bytes); 1 (vectors as JSON float lists) is read.
+_FORMAT = 2
+_FORMATS_READ = (1, 2)
+#: Cleared entries larger than this are checkpointed out of the WAL at once (the file shrinks now, not later).
+_LARGE_ENTRY = 1 << 20
+#: A file without auto-vacuum (written by an earlier version) holding this many free pages is vacuumed.
+_VACUUM_FREE_PAGES = 256
 
 
 @dataclass(frozen=True)
@@ -90,10 +114,15 @@ class Journal:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._sizes: dict[int, int] = {}  # the entries begun here and not cleared: their bodies' sizes
         try:
             self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            # Before the first table: a new file then gives the pages of a cleared entry back to the disk. On an
+            # older file this takes effect at its next VACUUM (see clear).
+            self._conn.execute("PRAGMA auto_vacuum = FULL")
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute(f"PRAGMA journal_size_limit = {_LARGE_ENTRY}")  # the WAL shrinks back too
             # FULL: the record is on disk before any store is written (WAL + NORMAL could lose it on power loss).
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute(
@@ -102,6 +131,7 @@ class Journal:
             )
         except sqlite3.Error as exc:
             raise self._translate(exc, "open") from exc
+        self._shrink(checkpoint=False)  # an older file holding a past batch's free pages gives them back now
 
     def _translate(self, exc: sqlite3.Error, action: str) -> StoreError:
         text = str(exc).lower()
@@ -115,12 +145,18 @@ class Journal:
         ids: Sequence[str],
         texts: Sequence[str] = (),
         metadatas: Sequence[Mapping[str, Any]] = (),
-        vectors: Mapping[str, Sequence[Sequence[float]]] | None = None,
+        vectors: Mapping[str, Any] | None = None,
     ) -> int:
         """Durably record a batch about to be written; returns its sequence number (pass it to :meth:`clear`).
 
+        ``vectors``: ``{dense source name: one vector per id}``, lists of floats or a 2-D float array; recorded as
+        float32.
+
         Raises:
             InvalidArgumentError: an unknown ``op``.
+            DimensionMismatchError: vectors of mixed dimensions, or a value NaN, infinite or beyond float32's
+                range (no store would take it, and a redo could never complete).
+            InvalidTypeError: a vector holding something else than numbers.
             StoreError: the journal could not be written (then nothing must be written to the stores).
         """
         if op not in ("add", "delete"):
@@ -130,7 +166,7 @@ class Journal:
             "ids": list(ids),
             "texts": list(texts),
             "metadatas": [dict(m) for m in metadatas],
-            "vectors": {name: [[float(x) for x in vec] for vec in vecs] for name, vecs in (vectors or {}).items()},
+            "vectors": {name: _pack(name, vecs) for name, vecs in (vectors or {}).items()},
         }
         payload = json.dumps(body, ensure_ascii=False, allow_nan=False)
         with self._lock:
@@ -140,15 +176,33 @@ class Journal:
                 )
             except sqlite3.Error as exc:
                 raise self._translate(exc, "record a batch") from exc
-        return int(cursor.lastrowid or 0)
+            seq = int(cursor.lastrowid or 0)
+            self._sizes[seq] = len(payload)
+        return seq
 
     def clear(self, seq: int) -> None:
-        """Forget an entry whose batch reached every store (or was rolled back everywhere)."""
+        """Forget an entry whose batch reached every store (or was rolled back everywhere); the file gives a
+        large entry's space back at once."""
         with self._lock:
             try:
                 self._conn.execute("DELETE FROM rrf_journal WHERE seq = ?", (seq,))
             except sqlite3.Error as exc:
                 raise self._translate(exc, "clear an entry") from exc
+            if self._sizes.pop(seq, 0) >= _LARGE_ENTRY:
+                self._shrink(checkpoint=True)
+
+    def _shrink(self, *, checkpoint: bool) -> None:
+        """Give free pages back: VACUUM a file without auto-vacuum that holds many (it then has auto-vacuum: once),
+        and with ``checkpoint`` checkpoint the WAL (a WAL database file is truncated by its checkpoint)."""
+        try:
+            (free,) = self._conn.execute("PRAGMA freelist_count").fetchone()
+            if free >= _VACUUM_FREE_PAGES:
+                self._conn.execute("VACUUM")
+            if checkpoint and self.path != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            # Space only (another connection reading, a full disk): the entry is cleared, the next clear retries.
+            pass
 
     def pending(self) -> list[JournalEntry]:
         """Entries not cleared yet, oldest first."""
@@ -159,13 +213,13 @@ class Journal:
                 raise self._translate(exc, "read") from exc
         entries = []
         for seq, fmt, op, body in rows:
-            if fmt != _FORMAT or op not in ("add", "delete"):
+            if fmt not in _FORMATS_READ or op not in ("add", "delete"):
                 msg = f"journal {self.path!r} entry {seq} has an unknown format ({fmt}, {op!r}); upgrade rrf-retriever"
                 raise StoreError(msg)
-            entries.append(self._entry(seq, op, body))
+            entries.append(self._entry(seq, fmt, op, body))
         return entries
 
-    def _entry(self, seq: int, op: JournalOp, body: str) -> JournalEntry:
+    def _entry(self, seq: int, fmt: int, op: JournalOp, body: str) -> JournalEntry:
         """Parse one row; a row that is not what :meth:`begin` writes is reported, never half-replayed."""
         problem = None
         try:
@@ -174,6 +228,10 @@ class Journal:
             data, problem = None, f"not JSON ({exc})"
         if problem is None:
             problem = _body_problem(data, op)
+        if problem is None and fmt == _FORMAT:
+            data["vectors"], problem = _unpack_all(data["vectors"], len(data["ids"]))
+        elif problem is None:
+            problem = _float_lists_problem(data["vectors"], len(data["ids"]))
         if problem is not None:
             msg = (
                 f"journal {self.path!r} entry {seq} ({op}) is corrupt: {problem}. It is left in place; the stores "
@@ -182,7 +240,6 @@ class Journal:
             )
             raise StoreError(msg)
         return JournalEntry(seq, op, data["ids"], data["texts"], data["metadatas"], data["vectors"])
-
 
     def close(self) -> None:
         """Close the file (pending entries stay for the next open)."""
@@ -214,8 +271,85 @@ def open_journal(journal: str | os.PathLike[str] | Journal | None) -> Journal | 
     raise InvalidTypeError(msg)
 
 
+def _pack(name: str, vectors: Any) -> dict[str, Any]:
+    """One source's vectors as format 2 records them: ``{"dim": d, "float32": base64 of the little-endian rows}``.
+
+    Raises:
+        DimensionMismatchError: mixed dimensions, or a value NaN, infinite or beyond float32's range.
+        InvalidTypeError: a vector holding something else than numbers.
+    """
+    rows = float_array(vectors)
+    if rows is not None:
+        import numpy as np  # an array was given: numpy is loaded
+
+        dim = int(rows.shape[1]) if len(rows) else 0
+        data = np.ascontiguousarray(rows, dtype="<f4").tobytes()
+        finite = bool(np.isfinite(np.frombuffer(data, dtype="<f4")).all())
+    else:
+        dim, values = 0, array("f")
+        try:
+            for i, vec in enumerate(vectors):
+                values.extend(vec)
+                if i == 0:
+                    dim = len(values)
+                elif len(values) != dim * (i + 1):
+                    msg = f"vectors of source {name!r}: vectors[{i}] has another dimension than vectors[0] ({dim})"
+                    raise DimensionMismatchError(msg)
+        except TypeError as exc:
+            msg = f"vectors of source {name!r} must be sequences of numbers ({exc})"
+            raise InvalidTypeError(msg) from exc
+        # Finite float32 values sum to a finite float64 (no overflow): a NaN or infinity anywhere shows.
+        finite = math.isfinite(sum(values))
+        if sys.byteorder == "big":
+            values.byteswap()
+        data = values.tobytes()
+    if not finite:
+        msg = f"vectors of source {name!r} hold NaN, infinity or a value beyond float32's range"
+        raise DimensionMismatchError(msg)
+    return {"dim": dim, "float32": base64.b64encode(data).decode("ascii")}
+
+
+def _unpack(packed: Any, count: int) -> list[list[float]] | str:
+    """One source's vectors from :func:`_pack`'s record, or what is wrong with it."""
+    if not isinstance(packed, dict) or not isinstance(packed.get("dim"), int) or not isinstance(
+            packed.get("float32"), str):
+        return "a source's vectors lack dim or float32"
+    dim = packed["dim"]
+    try:
+        data = base64.b64decode(packed["float32"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        return f"a source's vectors are not base64 ({exc})"
+    if dim < 0 or (count > 0 and dim == 0) or len(data) != 4 * dim * count:
+        return f"a source's vectors hold {len(data)} bytes, not {count} vectors of dimension {dim} in float32"
+    values = array("f")
+    values.frombytes(data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    flat = values.tolist()
+    return [flat[i : i + dim] for i in range(0, len(flat), dim)]
+
+
+def _unpack_all(vectors: dict[str, Any], count: int) -> tuple[dict[str, list[list[float]]], str | None]:
+    """Every source's vectors of a format-2 body, or what is wrong with one."""
+    out: dict[str, list[list[float]]] = {}
+    for name, packed in vectors.items():
+        rows = _unpack(packed, count)
+        if isinstance(rows, str):
+            return {}, rows
+        out[name] = rows
+    return out, None
+
+
+def _float_lists_problem(vectors: dict[str, Any], count: int) -> str | None:
+    """What is wrong with a format-1 body's vectors (JSON float lists), or None."""
+    if not all(isinstance(v, list) and len(v) == count and all(isinstance(vec, list) for vec in v)
+               for v in vectors.values()):
+        return "vectors is not one list of vectors per dense store"
+    return None
+
+
 def _body_problem(data: Any, op: str) -> str | None:
-    """What is wrong with a parsed journal body, or None."""
+    """What is wrong with a parsed journal body (but its vectors: see the format's own check), or None."""
     if not isinstance(data, dict) or any(k not in data for k in ("ids", "texts", "metadatas", "vectors")):
         return "it lacks ids, texts, metadatas or vectors"
     ids, texts, metadatas, vectors = data["ids"], data["texts"], data["metadatas"], data["vectors"]
@@ -227,8 +361,6 @@ def _body_problem(data: Any, op: str) -> str | None:
     if op == "add" and (not isinstance(metadatas, list) or len(metadatas) != len(ids)
                         or not all(isinstance(m, dict) for m in metadatas)):
         return "metadatas is not one mapping per id"
-    if not isinstance(vectors, dict) or not all(
-        isinstance(v, list) and len(v) == len(ids) and all(isinstance(vec, list) for vec in v) for v in vectors.values()
-    ):
-        return "vectors is not one list of vectors per dense store"
+    if not isinstance(vectors, dict):
+        return "vectors is not a mapping of the dense stores' vectors"
     return None

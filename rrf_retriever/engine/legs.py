@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rrf_retriever.errors import DimensionMismatchError, InvalidTypeError
 from rrf_retriever.scope.parse import Scope
@@ -25,9 +25,13 @@ from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore, Kno
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_TOP_K
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["POST_FILTER_MAX_FACTOR", "DenseLeg", "FunctionLeg", "KeywordLeg", "Leg", "NotedHits", "StoreLeg", "as_leg"]
 
-Vectors = Sequence[Sequence[float]]
+#: One vector per document: lists of floats, or a 2-D float array (``embed_array``'s, passed on as it is).
+Vectors: TypeAlias = "Sequence[Sequence[float]] | np.ndarray"
 
 
 class Leg:

@@ -7,6 +7,13 @@ restored from the snapshot and the journal entry is cleared: no document is ever
 (the process killed mid-write) leaves the journal entry pending: :meth:`WriteUnit.recover` redoes it in every leg
 on the next open (store writes are idempotent: upserts and deletes by id).
 
+An add of more than :data:`ADD_CHUNK` documents is written as consecutive chunks of that many, each such a write
+of its own (embedded, snapshotted, journaled, written to every leg, cleared), so a write holds one chunk's vectors,
+snapshot and journal entry at a time, whatever the batch's size. The whole batch is validated first; a chunk that
+fails is rolled back and the chunks before it stay written (the error says how many documents that is). A model
+with ``embed_array`` (:class:`~rrf_retriever.embeddings.base.EmbedsArrays`) embeds into a float32 array, which
+goes to the stores and the journal as it is (rows become lists one upsert request at a time).
+
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
     >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
@@ -20,26 +27,49 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextlib import ExitStack
+from typing import Any, NamedTuple
 
+from rrf_retriever.embeddings.base import EmbedsArrays
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
-from rrf_retriever.stores.base import IdsMatching, WritesThrough
+from rrf_retriever.progress import progress_span
+from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, WritesThrough
 from rrf_retriever.types import Record
-from rrf_retriever.validate import CheckedList, check_ids, validate_batch
+from rrf_retriever.validate import CheckedList, check_ids, check_int, validate_batch
+from rrf_retriever.vectors import validate_vectors
 
-__all__ = ["WriteUnit", "embed_documents"]
+__all__ = ["ADD_CHUNK", "WriteUnit", "embed_documents"]
 
 logger = logging.getLogger("rrf_retriever")
 Snapshot = dict[str, list[Record]]
 
+#: Documents per all-or-nothing write of an add: a larger batch goes in consecutive chunks of this many. 10,000
+#: MiniLM vectors are 15 MB as float32 (120 MB as Python floats, where a model has no ``embed_array``).
+ADD_CHUNK = 10_000
 
-def embed_documents(legs: Sequence[tuple[str, Leg]], texts: list[str]) -> dict[int, Vectors]:
+
+def _embed(model: Any, texts: list[str]) -> Vectors:
+    """One model's vectors of ``texts``: its float32 array where it has ``embed_array`` (checked here, before the
+    journal records it: count, one dimension, finite), else ``embed_documents``'s lists."""
+    if isinstance(model, EmbedsArrays):
+        vectors, _ = validate_vectors(model.embed_array(texts), len(texts))
+        return vectors
+    return model.embed_documents(texts)
+
+
+def embed_documents(legs: Sequence[tuple[str, Leg]], texts: list[str],
+                    written: str = "nothing was written") -> dict[int, Vectors]:
     """The texts embedded once per distinct model of ``legs`` (``{id(model): vectors}``).
 
+    Args:
+        legs: The legs whose models embed the texts.
+        texts: The texts.
+        written: What the error message says was written (a later chunk of an add: the chunks before it).
+
     Raises:
-        EmbeddingError: the model failed (the message says nothing was written).
+        EmbeddingError: the model failed (the message says what was written: by default nothing).
     """
     vectors: dict[int, Vectors] = {}
     for _, leg in legs:
@@ -47,13 +77,40 @@ def embed_documents(legs: Sequence[tuple[str, Leg]], texts: list[str]) -> dict[i
         if model is None or id(model) in vectors:
             continue
         try:
-            vectors[id(model)] = model.embed_documents(texts)
+            vectors[id(model)] = _embed(model, texts)
         except RRFRetrieverError as exc:
-            raise type(exc)(f"{exc}; nothing was written") from exc
+            raise type(exc)(f"{exc}; {written}") from exc
         except Exception as exc:
-            msg = f"embedding {len(texts)} document(s) failed: {type(exc).__name__}: {exc}; nothing was written"
+            msg = f"embedding {len(texts)} document(s) failed: {type(exc).__name__}: {exc}; {written}"
             raise EmbeddingError(msg) from exc
     return vectors
+
+
+class _Chunk(NamedTuple):
+    """Where one chunk sits in its add: documents ``start`` to ``stop`` (excluded) of ``total``."""
+
+    start: int
+    stop: int
+    total: int
+    size: int
+
+    def not_written(self) -> str:
+        """What an embedding failure of this chunk leaves written."""
+        if self.start == 0:
+            return "nothing was written"
+        return (f"documents {self.start} to {self.stop - 1} of the batch of {self.total} were not written; the "
+                f"{self.start} document(s) of the chunks before them stay written in every store")
+
+    def failure(self) -> tuple[str, str]:
+        """How a store failure of this chunk is told: what failed, and what was rolled back and what stays."""
+        if self.total <= self.size:
+            return f"adding {self.total} document(s) failed", "the other stores were rolled back"
+        what = (f"adding documents {self.start} to {self.stop - 1} of a batch of {self.total} (written in chunks of "
+                f"{self.size}) failed")
+        if self.start == 0:
+            return what, "the other stores were rolled back and nothing of the batch was written"
+        return what, (f"this chunk was rolled back in every store; the {self.start} document(s) of the chunks "
+                      "before it stay written")
 
 
 def _vectors_for(leg: Leg, vectors: Mapping[int, Vectors]) -> Vectors | None:
@@ -87,12 +144,20 @@ class WriteUnit:
     Args:
         legs: The engine's legs by source name (read-only legs are skipped).
         journal: An open write-ahead journal, or None.
+        chunk_size: Documents per all-or-nothing write of an add (:data:`ADD_CHUNK`); a larger batch is written in
+            chunks of this many.
+
+    Raises:
+        InvalidArgumentError: ``chunk_size`` is not a positive integer, or a leg is written through a store
+            that is not a leg.
     """
 
-    def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None) -> None:
+    def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None, *,
+                 chunk_size: int = ADD_CHUNK) -> None:
         self._legs = writable_legs(legs)
         _check_writes_through(self._legs)
         self.journal = journal
+        self.chunk_size = check_int(chunk_size, "chunk_size", 1)
         self.lock = threading.RLock()
 
     @property
@@ -111,9 +176,23 @@ class WriteUnit:
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         vectors: Vectors | None = None,
     ) -> list[str]:
-        """Upsert documents into every writable leg; all or nothing. Returns the ids written.
+        """Upsert documents into every writable leg, all or nothing per chunk of :attr:`chunk_size` (the whole
+        batch when it is no larger). Returns the ids written.
 
-        ``vectors`` (one per text, embedded by the caller) go to every dense leg instead of embedding the texts.
+        ``vectors`` (one per text, embedded by the caller: lists or a 2-D array) go to every dense leg instead of
+        embedding the texts.
+
+        Raises:
+            InvalidArgumentError, InvalidTypeError: a bad batch (checked whole: nothing is written).
+            EmbeddingError, StoreError: a chunk failed; it was rolled back everywhere, the chunks before it stay
+                written (the message says how many documents).
+
+        Example:
+            >>> from rrf_retriever.engine.legs import as_leg
+            >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
+            >>> unit = WriteUnit({"keyword": as_leg("keyword", FTS5KeywordStore())}, chunk_size=2)
+            >>> unit.add(["a", "b", "c"], ["one", "two", "three"]), unit.count()  # two writes: a, b then c
+            (['a', 'b', 'c'], {'keyword': 3})
         """
         id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
         if not id_list:
@@ -121,16 +200,37 @@ class WriteUnit:
         if vectors is not None and len(vectors) != len(id_list):
             msg = f"vectors has {len(vectors)} entries for {len(id_list)} document(s); give one vector per text"
             raise InvalidArgumentError(msg)
-        with self.lock:
-            by_model = (embed_documents(self._legs, text_list) if vectors is None else
-                        {id(leg.embedding): list(vectors) for _, leg in self._legs if leg.embedding is not None})
-            journal_vectors = {name: _vectors_for(leg, by_model) for name, leg in self._legs if leg.embedding}
-            self._apply(
-                "add", id_list, lambda leg: leg.add(id_list, text_list, meta_list, _vectors_for(leg, by_model)),
-                lambda: self._journal_begin("add", id_list, text_list, meta_list, journal_vectors),
-                f"adding {len(id_list)} document(s) failed",
-            )
+        total, size = len(id_list), self.chunk_size
+        if total <= size:
+            with self.lock:
+                self._add_chunk(id_list, text_list, meta_list, vectors, _Chunk(0, total, total, size))
+            return id_list
+        # One bar per kind of work over the whole batch, not one per chunk; a store's upkeep (qdrant-edge's
+        # optimizers) once, after the last chunk, as after one add.
+        with self.lock, progress_span(total) as span, ExitStack() as upkeep:
+            for _, leg in self._legs:
+                if isinstance(leg.store, DefersMaintenance):
+                    upkeep.enter_context(leg.store.deferred_maintenance())
+            for start in range(0, total, size):
+                stop = min(start + size, total)
+                span.part(stop - start)
+                part = slice(start, stop)  # slices of a checked batch are checked: they pass unchecked
+                self._add_chunk(CheckedList(id_list[part]), CheckedList(text_list[part]),
+                                CheckedList(meta_list[part]), None if vectors is None else vectors[part],
+                                _Chunk(start, stop, total, size))
         return id_list
+
+    def _add_chunk(self, ids: list[str], texts: list[str], metas: list[dict[str, Any]], vectors: Vectors | None,
+                   chunk: _Chunk) -> None:
+        """One all-or-nothing write: embed (unless ``vectors``), snapshot, journal, every leg, clear."""
+        by_model = (embed_documents(self._legs, texts, chunk.not_written()) if vectors is None else
+                    {id(leg.embedding): vectors for _, leg in self._legs if leg.embedding is not None})
+        journal_vectors = {name: _vectors_for(leg, by_model) for name, leg in self._legs if leg.embedding}
+        self._apply(
+            "add", ids, lambda leg: leg.add(ids, texts, metas, _vectors_for(leg, by_model)),
+            lambda: self._journal_begin("add", ids, texts, metas, journal_vectors), *chunk.failure(),
+            chunk.not_written(),
+        )
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every writable leg; if one leg fails the others get the documents back."""
@@ -139,7 +239,8 @@ class WriteUnit:
             return
         with self.lock:
             self._apply("delete", id_list, lambda leg: leg.delete(id_list),
-                        lambda: self._journal_begin("delete", id_list), "deleting failed")
+                        lambda: self._journal_begin("delete", id_list), "deleting failed",
+                        "the other stores were rolled back")
 
     def ids_matching(self, flt: Any) -> list[str]:
         """Every id whose metadata matches the normalized filter ``flt``, in ANY writable store (the union, so a
@@ -162,13 +263,17 @@ class WriteUnit:
                 raise StoreError(msg) from exc
         return list(found)
 
-    def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str) -> None:
+    def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str, rolled_back: str,
+               not_written: str = "nothing was written") -> None:
         # An entry still pending here was left by an interrupted rollback in this process: complete it BEFORE this
         # write, so that it can never be replayed over this write (a delete undone on the next open).
         if self.journal is not None and self.journal.pending():
             self.recover()
-        before = {name: leg.snapshot(ids) for name, leg in self._legs}
-        seq = begin()
+        try:
+            before = {name: leg.snapshot(ids) for name, leg in self._legs}
+            seq = begin()
+        except RRFRetrieverError as exc:  # no store written yet (of this chunk): say what is
+            raise type(exc)(f"{exc}; {not_written}") from exc
         done: list[tuple[str, StoreLeg]] = []
         for name, leg in self._legs:
             try:
@@ -181,7 +286,7 @@ class WriteUnit:
                 self._journal_clear(seq)
                 if not isinstance(exc, Exception):
                     raise
-                msg = f"{failure} in store {name!r}; the other stores were rolled back: {exc}"
+                msg = f"{failure} in store {name!r}; {rolled_back}: {exc}"
                 raise _store_error(exc, msg) from exc
             done.append((name, leg))
         self._journal_clear(seq)

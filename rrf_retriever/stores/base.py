@@ -11,7 +11,7 @@ Scope (:mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its
 The engine tells the kinds apart by these protocols (``isinstance`` on a runtime-checkable protocol), never by
 probing attributes: a dense store is one with an ``embedding``; a keyword store one with an ``analyzer``. What a
 store may do besides is a protocol too: :class:`VectorSource`, :class:`KnowsDimension`, :class:`IdsMatching`,
-:class:`BatchSearch`, :class:`WritesThrough`.
+:class:`BatchSearch`, :class:`WritesThrough`, :class:`DefersMaintenance`.
 :class:`StoreBase` gives a new store the defaults (async twins in a worker thread, ``holds_gil = False``,
 ``close`` and the context manager).
 
@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -197,6 +198,15 @@ class WritesThrough(Protocol):
     the store writes itself."""
 
     writes_through: object
+
+
+@runtime_checkable
+class DefersMaintenance(Protocol):
+    """Optional: a store whose add runs upkeep once it leaves enough work (qdrant-edge's optimizers). Within
+    ``deferred_maintenance()``, adds leave it to the end of the block, where it runs once (not after an error: the
+    next add does): the engine wraps an add written in chunks in it, so the chunks cost the upkeep of one add."""
+
+    def deferred_maintenance(self) -> AbstractContextManager[None]: ...
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ process killed between two store writes leaves; the real SIGKILL runs live in te
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.engine.journal import Journal, JournalEntry, open_journal
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
+from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
@@ -250,3 +251,97 @@ def test_a_corrupt_journal_row_is_our_error_and_stays_for_inspection(tmp_path: P
         journal.pending()
     with pytest.raises(StoreError, match="corrupt"):
         _stack(tmp_path)  # opening the engine reports it (no raw JSONDecodeError / KeyError)
+
+
+# -- compact vectors, old entries, a file that shrinks ------------------------------------------------------------
+
+
+def _unit_rows(n: int, dim: int, seed: int = 1) -> Any:
+    import numpy as np
+
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _body_size(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        (size,) = conn.execute("SELECT max(length(body)) FROM rrf_journal").fetchone()
+    return int(size)
+
+
+def test_vectors_are_recorded_as_float32_bytes_and_read_back_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    rows = _unit_rows(200, 384)
+    with Journal(path) as journal:
+        journal.begin("add", [f"a{i}" for i in range(200)], ["t"] * 200, [{}] * 200,
+                      {"dense": rows, "other": rows[:, :8].tolist()})
+        size = _body_size(path)
+        (entry,) = journal.pending()
+    assert entry.vectors["dense"] == rows.tolist()  # exact: float32 in, the same float32 out
+    assert entry.vectors["other"] == rows[:, :8].tolist()
+    # 200 x 392 float32 as base64: ~420 KB; as JSON float lists it was ~1.6 MB.
+    assert size < 200 * 392 * 4 * 1.4 + 10_000
+
+
+def test_an_old_entry_with_json_float_lists_is_read_and_redone(tmp_path: Path) -> None:
+    texts = ["an entry an older version wrote", "its second document"]
+    vectors = HashingEmbedding(DIM).embed_documents(texts)
+    Journal(tmp_path / "journal.sqlite3").close()
+    body = {"ids": ["o1", "o2"], "texts": texts, "metadatas": [{"v": 1}, {}], "vectors": {"dense": vectors}}
+    with sqlite3.connect(tmp_path / "journal.sqlite3") as conn:  # format 1, as rrf-retriever wrote it before
+        conn.execute("INSERT INTO rrf_journal (format, op, body) VALUES (1, 'add', ?)", (json.dumps(body),))
+    engine = _stack(tmp_path)
+    assert engine.journal is not None and engine.journal.pending() == []
+    assert engine.count() == {"dense": 2, "keyword": 2}
+    dense = engine.legs["dense"].store.get(["o1", "o2"], with_vectors=True)  # type: ignore[attr-defined]
+    for record, expected in zip(dense, vectors):
+        assert record.vector == pytest.approx(expected, abs=1e-6)
+    _close(engine)
+
+
+def test_the_file_gives_a_cleared_batch_back(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    n = 3_000
+    with Journal(path) as journal:
+        seq = journal.begin("add", [f"a{i}" for i in range(n)], ["some text"] * n, [{}] * n,
+                            {"dense": _unit_rows(n, 384)})
+        assert path.stat().st_size + Path(f"{path}-wal").stat().st_size > 4_000_000  # the batch is on disk
+        journal.clear(seq)
+        assert journal.pending() == []
+        # Still open (the stack keeps it open): the file and its WAL are back to a few pages.
+        assert path.stat().st_size < 100_000
+        assert Path(f"{path}-wal").stat().st_size < 100_000
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone() == (1,)  # FULL
+
+
+def test_an_older_file_without_auto_vacuum_is_shrunk_and_converted_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    # What an earlier version left: no auto-vacuum, a large batch recorded, then cleared.
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE rrf_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, format INTEGER NOT NULL, "
+                 "op TEXT NOT NULL, body TEXT NOT NULL)")
+    conn.execute("INSERT INTO rrf_journal (format, op, body) VALUES (1, 'delete', ?)",
+                 (json.dumps({"ids": ["x"] * 600_000, "texts": [], "metadatas": [], "vectors": {}}),))
+    conn.execute("DELETE FROM rrf_journal")
+    conn.close()  # the last connection closing checkpoints the WAL into the file
+    assert path.stat().st_size > 3_000_000
+    with Journal(path) as journal:
+        assert journal.pending() == []
+    assert path.stat().st_size < 100_000
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("bad", ["nan", "huge", "ragged"])
+def test_a_vector_no_store_would_take_is_refused_before_anything_is_written(tmp_path: Path, bad: str) -> None:
+    engine = _stack(tmp_path)
+    good = HashingEmbedding(DIM).embed_documents(["x", "y"])
+    vectors = {"nan": [good[0], [float("nan")] * DIM], "huge": [good[0], [1e39] * DIM],
+               "ragged": [good[0], good[1][:-1]]}[bad]
+    with pytest.raises(DimensionMismatchError):
+        engine.add(["a", "b"], ["x", "y"], vectors=vectors)
+    assert engine.count() == {"dense": 0, "keyword": 0}
+    assert engine.journal is not None and engine.journal.pending() == []
+    _close(engine)

@@ -13,7 +13,7 @@ import termios
 import pytest
 
 from rrf_retriever.errors import InvalidTypeError
-from rrf_retriever.progress import PROGRESS_THRESHOLD, check_show_progress, progress_bar, progress_shown
+from rrf_retriever.progress import PROGRESS_THRESHOLD, check_show_progress, progress_bar, progress_shown, progress_span
 
 LONG = PROGRESS_THRESHOLD + 1
 
@@ -81,3 +81,17 @@ def test_a_switch_that_is_not_a_bool_is_refused(bad: object) -> None:
         check_show_progress(bad)
     with pytest.raises(InvalidTypeError, match="show_progress"), progress_shown(bad):  # type: ignore[arg-type]  # the bad value is the point
         pass
+
+
+def test_a_span_draws_each_bar_of_its_parts_once_over_the_whole_job(capfd: pytest.CaptureFixture[str]) -> None:
+    with progress_shown(True), progress_span(25) as span:
+        for size in (10, 10, 5):
+            span.part(size)
+            for _ in range(2):  # two stores whose bars have one label: two bars, not one
+                with progress_bar(size, "upserting into x", unit="doc") as bar:
+                    bar.update(size)
+    err = capfd.readouterr().err
+    assert err.count("upserting into x:   0%") == 2  # two bars, each opened once
+    assert err.count("25/25") >= 2 and "/10 " not in err and "/5 " not in err
+    _draw(3)  # the span ended: bars are per call again (and silent here)
+    assert capfd.readouterr().err == ""

@@ -39,6 +39,7 @@ from rrf_retriever.stores.qdrant.sparse_values import (
 )
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import check_limit, check_str
+from rrf_retriever.vectors import VectorRows, rows_as_lists
 
 __all__ = ["REWEIGHT_DRIFT", "Bm25Store"]
 
@@ -187,7 +188,7 @@ class Bm25Store(QdrantStore):
         ids: list[str],
         payloads: list[dict[str, Any]],
         terms: list[DocumentTerms],
-        vectors: list[list[float]] | None = None,
+        vectors: VectorRows | None = None,
         dimension: int | None = None,
     ) -> Steps[None]:
         """Write a validated, analyzed batch (``vectors``: the joint kind's dense vectors, of ``dimension``)."""
@@ -214,7 +215,7 @@ class Bm25Store(QdrantStore):
         pids = [point_id(i) for i in ids]
 
         def chunk_points(chunk: slice) -> list[Point]:
-            dense = vectors[chunk] if vectors is not None else [None] * len(pids[chunk])
+            dense = rows_as_lists(vectors, chunk) if vectors is not None else [None] * len(pids[chunk])
             return [Point(pid, vec, values_of(t, settings), payload)
                     for pid, vec, t, payload in zip(pids[chunk], dense, terms[chunk], payloads[chunk])]
 

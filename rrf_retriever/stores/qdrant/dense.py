@@ -37,18 +37,19 @@ from rrf_retriever.stores.qdrant.points import (
 )
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import validate_batch
-from rrf_retriever.vectors import validate_vectors
+from rrf_retriever.vectors import VectorRows, rows_as_lists, validate_vectors
 
 __all__ = ["DenseBatch", "DenseKind", "prepare_dense_batch", "window_settings", "with_windows"]
 
 
 class DenseBatch(NamedTuple):
-    """A validated batch with its dense vectors (each a list of window vectors in a store of windows), ready to
-    write."""
+    """A validated batch with its dense vectors, ready to write: lists of floats or a float array (one row a
+    document; rows become lists one upsert request at a time), or in a store of windows each document's list of
+    window vectors."""
 
     ids: list[str]
     payloads: list[dict[str, Any]]
-    vectors: list[Any]
+    vectors: VectorRows | list[list[list[float]]]
     dimension: int
 
 
@@ -84,7 +85,8 @@ def with_windows(embedding: BaseEmbeddingAdapter, batch: DenseBatch, settings: W
             if len(row) != batch.dimension:
                 msg = f"a window vector has dimension {len(row)}, the documents' {batch.dimension}"
                 raise DimensionMismatchError(msg)
-    return batch._replace(vectors=[[first, *rows] for first, rows in zip(batch.vectors, tails)])
+    firsts = rows_as_lists(batch.vectors, slice(None))  # type: ignore[arg-type]  # one vector a document here
+    return batch._replace(vectors=[[first, *rows] for first, rows in zip(firsts, tails)])
 
 
 def prepare_dense_batch(
@@ -104,7 +106,7 @@ def prepare_dense_batch(
     id_list, text_list, meta_list = validate_batch(ids, texts, metadatas)
     if vectors is None:
         vectors = embedding.embed_documents(text_list) if text_list else []
-    vector_list: list[list[float]] = []
+    vector_list: VectorRows = []
     dim = dimension or 0
     if id_list:
         vector_list, dim = validate_vectors(vectors, len(id_list), dimension)
@@ -255,12 +257,13 @@ class DenseKind(QdrantStore):
             yield from self.indexes.write_steps(self.backend, payloads)
         pids = [point_id(i) for i in ids]
 
-        if (self.backend.windows is not None) != bool(vectors and isinstance(vectors[0][0], list)):
+        if (self.backend.windows is not None) != bool(len(vectors) and isinstance(vectors[0][0], list)):
             msg = "another writer changed the collection's layout (windows or not) during this add; add again"
             raise InvalidArgumentError(msg)
 
         def chunk_points(chunk: slice) -> list[Point]:
-            return [Point(p, v, None, pl) for p, v, pl in zip(pids[chunk], vectors[chunk], payloads[chunk])]
+            rows = rows_as_lists(vectors, chunk)  # type: ignore[arg-type]  # windows: already lists of lists
+            return [Point(p, v, None, pl) for p, v, pl in zip(pids[chunk], rows, payloads[chunk])]
 
         yield from self._upsert_steps(pids, chunk_points)
         yield from self._replace_fallback_steps(ids)

@@ -182,7 +182,9 @@ class JointKind(Bm25Store):
 
     def _joint_write_steps(self, batch: DenseBatch) -> Steps[None]:
         terms = [analyze_document(self.analyzer, p[CONTENT_KEY], p[METADATA_KEY]) for p in batch.payloads]
-        return self._write_steps(batch.ids, batch.payloads, terms, batch.vectors, batch.dimension)
+        vectors = batch.vectors
+        return self._write_steps(batch.ids, batch.payloads, terms,
+                                 vectors, batch.dimension)  # type: ignore[arg-type]  # joint: no windows, one row each
 
     def _request_steps(self, request: SearchRequest) -> Steps[list[Hit]]:
         if not isinstance(request, SearchRequest):

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.types import Hit, Record
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CONTENT_KEY",
@@ -67,7 +70,8 @@ SCROLL_PAGE = 512
 MAX_AUTO_INDEXES = 8
 
 Metadatas = Sequence[Mapping[str, Any]] | None
-Vectors = Sequence[Sequence[float]] | None
+#: One vector per document (lists, or a 2-D float array kept as it is until each upsert request), or None.
+Vectors: TypeAlias = "Sequence[Sequence[float]] | np.ndarray | None"
 ExcludeIds = Iterable[str] | None
 #: A sparse vector: term indices (sorted) and their values.
 SparseValues = tuple[list[int], list[float]]

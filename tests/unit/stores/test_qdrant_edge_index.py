@@ -199,3 +199,20 @@ def test_keyword_scores_are_those_of_the_live_documents_through_deletes_and_upse
         assert _ranking(store, queries) == _fresh(live_ids, changed + live_texts[40:], queries)
     with QdrantEdgeKeywordStore(path=tmp_path / "kw") as reopened:  # a reopened store knows nothing cached
         assert _ranking(reopened, queries) == _fresh(live_ids, changed + live_texts[40:], queries)
+
+
+def test_deferred_maintenance_optimizes_once_at_the_end_and_not_after_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    vectors = _vectors(450)
+    ids = [f"d{i}" for i in range(450)]
+    with _store(tmp_path / "m", auto_optimize=150) as store:
+        with store.deferred_maintenance():
+            store.add(ids[:200], ["t"] * 200, vectors=vectors[:200])
+            store.add(ids[200:300], ["t"] * 100, vectors=vectors[200:300])
+            assert store.unoptimized_points() == 300  # each add past the threshold: left to the end
+        assert store.unoptimized_points() == 0  # optimized once the block ended
+        with pytest.raises(RuntimeError), store.deferred_maintenance():
+            store.add(ids[300:400], ["t"] * 100, vectors=vectors[300:400])
+            raise RuntimeError
+        assert store.unoptimized_points() == 100  # an error ended the block: the next add optimizes
+        store.add(ids[400:], ["t"] * 50, vectors=vectors[400:])
+        assert store.unoptimized_points() == 0
