@@ -108,6 +108,10 @@ class PrecomputedEmbedding(BaseEmbeddingAdapter):
     def _embed_one_query(self, text: str) -> Any:
         return self._vector(text)
 
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' vectors as one float32 array, as ``MiniLMEmbedding.embed_array`` gives them to the writes."""
+        return np.stack([self._vector(t) for t in texts]).astype(np.float32, copy=False)
+
     def embed_query(self, text: str) -> list[float]:
         # Skip the per-float validation of the base class: it costs ~0.1 ms and is not part of retrieval.
         return self._vector(text).tolist()
