@@ -102,7 +102,7 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
     the float vectors (see ``benchmarks/RESULTS.md``, "The path users take"). Once an add leaves the shard holding
     ``graph_points`` points (default :data:`~rrf_retriever.stores.qdrant.edge_index.GRAPH_POINTS`, 100k) the shard
     grows an HNSW graph over its int8 copy (:meth:`grow_graph`; kind ``"int8-hnsw"``): that add blocks while the
-    graph is built (~12 s at 100k on 2 cores; "Scale: 10k to 1M" in benchmarks/RESULTS.md).
+    graph is built (12-19 s at 100k-120k on 2 cores; "Scale: 10k to 1M" in benchmarks/RESULTS.md).
 
     Args:
         embedding: As for :class:`~rrf_retriever.stores.qdrant.QdrantDenseStore`.
