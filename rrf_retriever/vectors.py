@@ -117,6 +117,8 @@ def float_array(value: object) -> np.ndarray | None:
     np_module = sys.modules.get("numpy")  # an array exists only if numpy is loaded: never imported here
     if np_module is None or not isinstance(value, np_module.ndarray):
         return None
+    if isinstance(value, np_module.ma.MaskedArray):  # its data hides the masked values: checked value by value
+        return None
     if value.ndim != 2 or value.dtype not in (np_module.float32, np_module.float64):
         return None
     return value

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rrf_retriever.errors import DimensionMismatchError
+from rrf_retriever.errors import DimensionMismatchError, InvalidTypeError
 from rrf_retriever.vectors import float_array, rows_as_lists, validate_vectors
 
 
@@ -29,6 +29,18 @@ def test_an_array_is_kept_as_it_is_and_its_rows_become_the_same_floats_as_lists(
                                    np.ones((1, 2), dtype=np.float16)])
 def test_only_2d_float32_or_float64_arrays_take_the_array_path(value: object) -> None:
     assert float_array(value) is None
+
+
+def test_a_masked_array_is_checked_value_by_value_and_a_masked_value_is_refused() -> None:
+    # Its data passes every check of the array path while tolist() gives None for the masked value: a Qdrant
+    # type error at upsert time. Value by value, the masked value is what it stands for: missing.
+    masked = np.ma.masked_array(_rows(), mask=np.zeros((5, 4), dtype=bool))
+    assert float_array(masked) is None
+    checked, dim = validate_vectors(masked, 5)
+    assert isinstance(checked, list) and checked == _rows().tolist() and dim == 4
+    masked[2, 1] = np.ma.masked
+    with pytest.raises(InvalidTypeError, match=r"vectors\[2\] must hold numbers only"):
+        validate_vectors(masked, 5)
 
 
 def _bad(kind: str) -> np.ndarray:

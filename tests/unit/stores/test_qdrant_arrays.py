@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.errors import DimensionMismatchError
+from rrf_retriever.errors import DimensionMismatchError, InvalidTypeError
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
     QdrantEdgeDenseStore,
@@ -79,6 +79,17 @@ def test_an_array_holding_nan_writes_nothing(make_store: Factory) -> None:
     array[4, 0] = np.nan
     with pytest.raises(DimensionMismatchError, match=r"vectors\[4\] holds NaN"):
         store.add(IDS, TEXTS, vectors=array)
+    assert store.count() == 0
+
+
+def test_a_masked_array_with_a_masked_value_writes_nothing(make_store: Factory) -> None:
+    # It looks like a float array (an ndarray of float32) but its rows' masked value is None as a list: refused at
+    # the door, our error, not a Qdrant type error at upsert time.
+    store = make_store("masked")
+    masked = np.ma.masked_array(_array(), mask=np.zeros(_array().shape, dtype=bool))
+    masked[1, 3] = np.ma.masked
+    with pytest.raises(InvalidTypeError, match=r"vectors\[1\] must hold numbers only"):
+        store.add(IDS, TEXTS, vectors=masked)
     assert store.count() == 0
 
 
