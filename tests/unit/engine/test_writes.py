@@ -166,6 +166,63 @@ def test_a_failing_chunk_is_rolled_back_and_the_chunks_before_it_stay(stores: di
     journal.close()
 
 
+class InterruptedKeyword(FTS5KeywordStore):
+    """A real FTS5 store whose second add is interrupted (Ctrl-C half-way through a chunked add)."""
+
+    adds = 0
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        self.adds += 1
+        if self.adds == 2:
+            raise KeyboardInterrupt
+        super().add(*args, **kwargs)
+
+
+def test_an_interrupt_in_a_later_chunk_rolls_that_chunk_back_and_keeps_the_earlier_ones(tmp_path: Path) -> None:
+    dense = RecordingDense(HashingEmbedding(DIM), tmp_path / "edge", auto_optimize=2)
+    keyword = InterruptedKeyword(str(tmp_path / "kw.sqlite3"))
+    journal = Journal(tmp_path / "journal.sqlite3")
+    unit = _unit({"dense": dense, "keyword": keyword}, journal)
+    with pytest.raises(KeyboardInterrupt):
+        unit.add(IDS, TEXTS)
+    assert unit.count() == {"dense": 3, "keyword": 3}  # the first chunk, in both stores; the second rolled back
+    assert [r.id for r in dense.get(IDS)] == IDS[:3] and journal.pending() == []
+    assert dense.optimizations == 0  # the interrupted block ran no upkeep ...
+    unit.add(IDS[3:], TEXTS[3:])
+    assert dense.optimizations >= 1 and unit.count() == {"dense": 7, "keyword": 7}  # ... and deferred none after it
+    journal.close()
+    dense.close()
+    keyword.close()
+
+
+def test_two_threads_adding_in_chunks_never_interleave_their_chunks(stores: dict[str, Any], tmp_path: Path) -> None:
+    import threading
+
+    journal = RecordingJournal(tmp_path / "journal.sqlite3")
+    unit = _unit(stores, journal)
+    batches = {name: [f"{name}{i}" for i in range(7)] for name in ("a", "b")}
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def add(ids: list[str]) -> None:
+        start.wait()
+        try:
+            unit.add(ids, [f"text of {i}" for i in ids])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(ids,)) for ids in batches.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    owners = ["".join(sorted({i[0] for i in chunk})) for chunk in journal.batches]
+    assert owners in (["a"] * 3 + ["b"] * 3, ["b"] * 3 + ["a"] * 3)  # one whole batch, then the other
+    assert unit.count() == {"dense": 14, "keyword": 14} and journal.pending() == []
+    journal.close()
+
+
 def test_a_first_chunk_that_fails_says_nothing_was_written(stores: dict[str, Any]) -> None:
     unit = _unit(stores)
     stores["keyword"].fail_on = 1
