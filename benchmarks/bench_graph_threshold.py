@@ -26,11 +26,10 @@ import argparse
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from _data import RESULTS, PrecomputedEmbedding
-from bench_public_path import FILTER, SESSIONS, pct, stores_of
+from bench_public_path import FILTER, SESSIONS, pct, rss_kb, stores_of
 from bench_scale_curve import clustered_vectors, synthetic_corpus, timed
 
 from rrf_retriever import EnsembleRRFRetriever
@@ -40,12 +39,8 @@ DEPTH = 40
 
 
 def rss() -> dict[str, float]:
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return fields
+    """The process's memory now, MB: its RSS and that RSS's anonymous and file-backed parts, and its peak."""
+    return {field: round(rss_kb(field) / 1024, 1) for field in ("VmRSS", "RssAnon", "RssFile", "VmHWM")}
 
 
 def queries_and_legs(r: Any, queries: list[str], emb: PrecomputedEmbedding) -> dict[str, float]:

@@ -148,7 +148,7 @@ def _peak_kb() -> int:
     return 0
 
 
-def _rss_kb(field: str = "VmRSS") -> int:
+def rss_kb(field: str = "VmRSS") -> int:
     """A ``/proc/self/status`` memory field in kB: ``VmRSS``, or its parts ``RssAnon`` (heap) and ``RssFile``
     (pages of memory-mapped files, which the kernel can drop and re-read)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -167,14 +167,14 @@ def _reset_peak() -> None:
 def measured_build(build: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
     gc.collect()
     _reset_peak()
-    rss0, anon0, file0, t0 = _rss_kb(), _rss_kb("RssAnon"), _rss_kb("RssFile"), time.perf_counter()
+    rss0, anon0, file0, t0 = rss_kb(), rss_kb("RssAnon"), rss_kb("RssFile"), time.perf_counter()
     handle = build()
     seconds = time.perf_counter() - t0
     gc.collect()
-    return handle, {"build_s": round(seconds, 2), "rss_mb": round((_rss_kb() - rss0) / 1024, 1),
+    return handle, {"build_s": round(seconds, 2), "rss_mb": round((rss_kb() - rss0) / 1024, 1),
                     "peak_mb": round((_peak_kb() - rss0) / 1024, 1),
-                    "rss_anon_mb": round((_rss_kb("RssAnon") - anon0) / 1024, 1),
-                    "rss_file_mb": round((_rss_kb("RssFile") - file0) / 1024, 1)}
+                    "rss_anon_mb": round((rss_kb("RssAnon") - anon0) / 1024, 1),
+                    "rss_file_mb": round((rss_kb("RssFile") - file0) / 1024, 1)}
 
 
 def build_stack(name: str, c: dict[str, Any], emb: Any, metas: list[dict[str, Any]], batch: int | None) -> Any:
