@@ -40,8 +40,9 @@ test: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/unit -m "not slow" -q
 
-# The wheel users install: built from this tree (the package is not on PyPI yet).
-dist: $(VENV)/.installed-test
+# The wheel users install: built from this tree (the package is not on PyPI yet). Needs only the venv and `build`.
+dist: | $(BIN)/python
+	$(PIP) install -q build
 	rm -rf dist && $(BIN)/python -m build --wheel --outdir dist . >/dev/null
 
 # A LangChain-only and a LlamaIndex-only install of the built wheel (each framework extra brings the default

@@ -144,9 +144,10 @@ def _readme_blocks(heading: str) -> list[str]:
 def test_the_readme_wrapper_recipes_run_as_written() -> None:
     """MultiQueryRetriever (a fake LLM giving three variants) and EnsembleRetriever(id_key=...) over ours."""
     wrappers = _readme_blocks("### Recipes: LangChain")[2]
-    variants = "indexer error E42\nindexer crashed\nerror codes E42"
-    namespace: dict[str, Any] = {"llm": FakeListLLM(responses=[variants])}
-    exec(compile(wrappers, "README.md", "exec"), namespace)
+    namespace: dict[str, Any] = {}
+    exec(compile(wrappers, "README.md", "exec"), namespace)  # as printed: the block brings its own fake LLM
+    variants = namespace["llm"].responses[0]
+    assert len(variants.splitlines()) == 3
     hybrid, found = namespace["hybrid"], namespace["found_once"]
     union = {d.id for q in variants.splitlines() for d in hybrid.invoke(q)}
     assert sorted(d.id for d in found) == sorted(union) and len(union) < 3 * 2  # repeats were there, and dropped
@@ -168,9 +169,9 @@ def test_the_readme_recipes_run_as_written() -> None:
     assert [d.page_content for d in namespace["whole"]] == [namespace["notes"]]
     if find_spec("lark") is None:  # SelfQueryRetriever.from_llm parses the LLM's filter with lark
         with pytest.raises(ImportError, match="lark"):
-            exec(compile(self_query, "README.md", "exec"), {**namespace, "llm": FakeListLLM(responses=["{}"])})
+            exec(compile(self_query, "README.md", "exec"), {})
         return
-    answer = {"query": "E42", "filter": 'eq("team", "search")'}
-    namespace["llm"] = FakeListLLM(responses=[f"```json\n{json.dumps(answer)}\n```"])
-    exec(compile(self_query, "README.md", "exec"), namespace)
-    assert [d.metadata for d in namespace["found"]] == [{"team": "search"}]
+    namespace = {}
+    exec(compile(self_query, "README.md", "exec"), namespace)  # as printed: its own store and fake LLM
+    assert [d.metadata for d in namespace["found"]] == [{"team": "infra"}]
+    assert "E42" in namespace["found"][0].page_content
