@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import (
     BaseNode,
@@ -28,6 +30,8 @@ from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
 from rrf_retriever.frameworks.results import RRF_METADATA_KEYS
 from rrf_retriever.llama_index import RRFVectorStore
 from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
+from rrf_retriever.llama_index.nodes import node_record, stored_node, to_node_with_score
+from rrf_retriever.types import FusedHit
 
 R = NodeRelationship
 QUERY = "zebrafish calibration manual note picture"
@@ -126,3 +130,25 @@ def test_vector_store_index_gives_back_what_llamaindex_own_index_does(nodes: lis
             assert_as_inserted(got, text_nodes)
     finally:
         store.close()
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+                       max_leaves=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cls=st.sampled_from([TextNode, Document]), text=_text,
+       metadata=st.dictionaries(_text.filter(lambda k: not k.startswith("rrf_")), _values, max_size=4),
+       template=st.sampled_from(["{key}: {value}", "{key}={value}"]))
+def test_any_node_stored_and_found_hashes_as_inserted(cls: type[BaseNode], text: str, metadata: dict[str, Any],
+                                                      template: str) -> None:
+    mine = cls(id_="n1", text=text, metadata=metadata, metadata_template=template,
+               excluded_llm_metadata_keys=list(metadata)[:1])
+    node_id, stored_text, stored = node_record(mine)
+    back = stored_node(node_id, stored_text, stored)
+    found = to_node_with_score(FusedHit(node_id, stored_text, stored, 0.5, {"keyword": 1}, {"keyword": 2.0})).node
+    for node in (back, found):
+        assert node is not None and node.hash == mine.hash and isinstance(node, cls)
+        assert _fields(node) == _fields(mine)
