@@ -137,11 +137,8 @@ class HybridEngine(SharedHandle):
             fusion=fusion,
             expand_limit=expand_limit,
         )
-        self._expansion = (
-            NeighbourExpansion(expand, links_key)  # its limit is the expand_limit setting (update_settings)
-            if expand is not None or links_key is not None
-            else None
-        )
+        expanding = expand is not None or links_key is not None  # its limit: the expand_limit setting
+        self._expansion = NeighbourExpansion(expand, links_key) if expanding else None
         if not isinstance(head_start, HeadStart):
             msg = f"head_start must be a HeadStart, not {type(head_start).__name__}"
             raise InvalidTypeError(msg)
@@ -325,6 +322,11 @@ class HybridEngine(SharedHandle):
         id_list = check_ids(ids)
         records = {r.id: r for r in self._lookup(id_list)}
         return [records[i] for i in id_list if i in records]
+
+    def get_where(self, filter: FilterSpec | NormalizedFilter | None, *, limit: int) -> list[Record]:
+        """Stored documents matching ``filter`` (None: all), sorted by id, the first ``limit`` (``WriteUnit``'s)."""
+        self._check_open()
+        return self._writes.records_matching(normalize_filter(filter), limit)
 
     # -- write path ---------------------------------------------------------------------------------------
 

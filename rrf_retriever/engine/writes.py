@@ -37,7 +37,7 @@ from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrie
 from rrf_retriever.progress import progress_span
 from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, WritesThrough
 from rrf_retriever.types import Record
-from rrf_retriever.validate import CheckedList, check_ids, check_int, validate_batch
+from rrf_retriever.validate import CheckedList, check_ids, check_int, check_limit, validate_batch
 from rrf_retriever.vectors import validate_vectors
 
 __all__ = ["ADD_CHUNK", "WriteUnit", "embed_documents"]
@@ -242,9 +242,11 @@ class WriteUnit:
                         lambda: self._journal_begin("delete", id_list), "deleting failed",
                         "the other stores were rolled back")
 
-    def ids_matching(self, flt: Any) -> list[str]:
-        """Every id whose metadata matches the normalized filter ``flt``, in ANY writable store (the union, so a
-        document present in only some stores is found), in a reproducible order. Call it under :attr:`lock`.
+    def ids_matching(self, flt: Any, limit: int | None = None) -> list[str]:
+        """Every id whose metadata matches the normalized filter ``flt`` (None: every id), in ANY writable store
+        (the union, so a document present in only some stores is found), in a reproducible order; with ``limit``
+        (checked), the first ``limit`` of the union sorted by id (each store lists its first ``limit``: the union's
+        first ``limit`` are among them). Call it under :attr:`lock`.
 
         Raises:
             StoreError: a store cannot list its documents by filter (no ``ids_matching``), or listing failed.
@@ -255,13 +257,34 @@ class WriteUnit:
                 msg = f"store {name!r} ({type(leg.store).__name__}) cannot list documents by filter; delete by ids"
                 raise StoreError(msg)
             try:
-                found.update(dict.fromkeys(leg.store.ids_matching(flt)))
+                found.update(dict.fromkeys(leg.store.ids_matching(flt, limit)))
             except RRFRetrieverError:
                 raise
             except Exception as exc:
-                msg = f"listing the documents to delete in store {name!r} failed: {type(exc).__name__}: {exc}"
+                msg = f"listing the documents by filter in store {name!r} failed: {type(exc).__name__}: {exc}"
                 raise StoreError(msg) from exc
-        return list(found)
+        return list(found) if limit is None else sorted(found)[:limit]
+
+    def records_matching(self, flt: Any, limit: int) -> list[Record]:
+        """The stored documents whose metadata matches the normalized filter ``flt`` (None: every one), sorted by
+        id, the first ``limit`` (checked): the ids of :meth:`ids_matching`, each read from the first writable store
+        that holds it (as ``HybridEngine.get``; a document half-written is listed too), under :attr:`lock` (a
+        concurrent write is seen whole or not at all).
+
+        Raises:
+            InvalidArgumentError / InvalidTypeError: ``limit`` is not an int from 0 to ``MAX_LIMIT``.
+            StoreError: as :meth:`ids_matching`.
+        """
+        limit = check_limit(limit)
+        records: dict[str, Record] = {}
+        with self.lock:
+            ids = self.ids_matching(flt, limit) if limit else []
+            for _, leg in self._legs:
+                missing = [i for i in ids if i not in records]
+                if not missing:
+                    break
+                records.update((r.id, r) for r in leg.get(missing))
+        return [records[i] for i in ids if i in records]
 
     def _apply(self, op: str, ids: list[str], write: Any, begin: Any, failure: str, rolled_back: str,
                not_written: str = "nothing was written") -> None:

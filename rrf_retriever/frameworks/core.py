@@ -177,7 +177,7 @@ class RetrieverCore:
         Args:
             texts: The documents.
             embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter
-                (``embed_model=``, LlamaIndex's name, is accepted for it).
+                (``embed_model=``, LlamaIndex's name, too); none: LlamaIndex's ``Settings.embed_model`` if set.
             metadatas: One mapping per text (optional).
             ids: One id per text. Default: derived from the text and its metadata (:func:`~.results.content_ids`), so
                 running the same script twice updates the same documents instead of adding copies.
@@ -211,7 +211,7 @@ class RetrieverCore:
                 for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        embedding = resolve_embedding(embedding, kwargs)
+        embedding = resolve_embedding(embedding, kwargs, cls._sides)
         chosen, found = detected_analyzer(texts, analyzer=as_analyzer(analyzer), keyword=keyword, path=path, url=url)
 
         def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry

@@ -31,6 +31,8 @@ class FrameworkSide:
 
     #: Constructor keywords the framework's base class takes (``tags`` for LangChain, ``verbose`` for LlamaIndex).
     framework_kwargs: ClassVar[frozenset[str]] = frozenset()
+    #: Where :meth:`default_embedding` reads the framework's default model (for the log and the error), or None.
+    default_embedding_name: ClassVar[str | None] = None
 
     @staticmethod
     def leg_for(source: Any, id_key: str | None) -> Leg | None:
@@ -45,6 +47,13 @@ class FrameworkSide:
     @staticmethod
     def reranker_for(reranker: Any) -> HitReranker | None:
         """An engine reranker over this framework's reranker (a compressor, a postprocessor), or None."""
+        return None
+
+    @staticmethod
+    def default_embedding() -> Any | None:
+        """The embedding model the user set as this framework's default (LlamaIndex's ``Settings.embed_model``),
+        used when ``from_texts`` / ``from_documents`` get none; None when there is none (never a model the
+        framework would build by itself)."""
         return None
 
     @staticmethod

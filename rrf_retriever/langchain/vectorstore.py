@@ -22,6 +22,8 @@ Decisions (the contract, each guarded by a test):
   over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
   name (:mod:`rrf_retriever.scope.dialects`).
+* :meth:`RRFVectorStore.get_by_filter` lists the documents a filter matches (``get_by_ids`` by metadata), sorted
+  by id and bounded (:mod:`rrf_retriever.frameworks.listing`).
 
 Example:
     >>> from rrf_retriever import HashingEmbedding
@@ -44,6 +46,7 @@ from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.errors import InvalidArgumentError, missing_dependency
 from rrf_retriever.frameworks.building import detected_analyzer, record_detection
 from rrf_retriever.frameworks.core import RetrieverCore
+from rrf_retriever.frameworks.listing import listed
 from rrf_retriever.frameworks.results import content_ids
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.retriever import LangChainRRFRetriever
@@ -51,7 +54,7 @@ from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.types import FusedHit, Hit, Record
 
 try:
     from langchain_core.documents import Document
@@ -63,7 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["RRFVectorStore"]
 
 
-def _document(hit: FusedHit | Hit) -> Document:
+def _document(hit: FusedHit | Hit | Record) -> Document:
     return Document(id=hit.id, page_content=hit.text, metadata=public_metadata(hit.metadata, hit.id))
 
 
@@ -227,6 +230,28 @@ class RRFVectorStore(VectorStore):
         """Stored documents by id (missing ids skipped; order as asked)."""
         return [Document(id=r.id, page_content=r.text, metadata=dict(r.metadata))
                 for r in self.retriever.get_by_ids(list(ids))]
+
+    def get_by_filter(self, filter: Any = None, *, limit: int | None = None) -> list[Document]:
+        """Stored documents whose metadata matches ``filter`` (as in :meth:`similarity_search`; None: every
+        document), sorted by id, metadata as :meth:`get_by_ids` gives it: no query, no ranking. Bounded
+        (:func:`~rrf_retriever.frameworks.listing.listed`): at most ``LIST_MAX`` (10,000) documents may match,
+        more is an ``InvalidArgumentError``; ``limit`` (0 to ``LIST_MAX``) asks for the first ones by id.
+
+        Example:
+            >>> from rrf_retriever import HashingEmbedding
+            >>> store = RRFVectorStore.from_texts(["a", "b", "c"], HashingEmbedding(), ids=["1", "2", "3"],
+            ...                                   metadatas=[{"team": "x"}, {"team": "y"}, {"team": "x"}])
+            >>> [d.id for d in store.get_by_filter({"team": "x"})], [d.id for d in store.get_by_filter(limit=1)]
+            (['1', '3'], ['1'])
+        """
+        flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked
+        return [_document(r) for r in listed(self.retriever.engine, flt, limit)]
+
+    async def aget_by_filter(self, filter: Any = None, *, limit: int | None = None) -> list[Document]:
+        """Async twin of :meth:`get_by_filter` (the read runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.get_by_filter, filter, limit=limit)
 
     # ---- reads --------------------------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ Choices:
 * ``node.embedding`` is not used: every dense store embeds the text with its own model, the one that embeds the
   queries. A vector of the right dimension may still come from another model (MiniLM and bge-small are both 384),
   and mixing two models' vectors in one collection ranks silently wrong.
+* A ``Document`` comes back a ``Document`` (LlamaIndex's ``metadata_dict_to_node`` reads it as a ``TextNode``,
+  whose ``hash`` is computed otherwise), so ``node.hash`` is the inserted ``Document``'s.
 * A ``Document`` (no SOURCE relationship) is its own source: ``ref_doc_id`` is stored as its ``doc_id``, so
   ``delete_ref_doc(document.doc_id)`` removes it. A node with no source stores no ``ref_doc_id`` (LlamaIndex writes
   the string ``"None"``, which would make ``delete_ref_doc("None")`` delete every orphan node).
@@ -42,12 +44,20 @@ from typing import Any, TypeGuard
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.frameworks.results import RRF_METADATA_KEYS, result_metadata
 from rrf_retriever.llama_index.result_nodes import stable_node
-from rrf_retriever.metadata import NODE_CONTENT_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
+from rrf_retriever.metadata import NODE_CONTENT_KEY, NODE_TYPE_KEY, REF_DOC_ID_KEY, SOURCE_ID_COPIES
 from rrf_retriever.types import FusedHit
 from rrf_retriever.validate import check_id
 
 try:
-    from llama_index.core.schema import BaseNode, Document, IndexNode, MetadataMode, NodeWithScore, TextNode
+    from llama_index.core.schema import (
+        BaseNode,
+        Document,
+        ImageDocument,
+        IndexNode,
+        MetadataMode,
+        NodeWithScore,
+        TextNode,
+    )
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
@@ -56,6 +66,8 @@ __all__ = ["index_objects", "node_batch", "node_record", "stored_node", "to_node
 
 logger = logging.getLogger("rrf_retriever")
 _RRF_KEYS = frozenset(RRF_METADATA_KEYS)
+#: The classes ``metadata_dict_to_node`` would read back as a ``TextNode`` (of another ``hash``): read as themselves.
+_DOCUMENTS: dict[str, type[Document]] = {cls.class_name(): cls for cls in (Document, ImageDocument)}
 
 
 def _without_rrf(node: BaseNode) -> BaseNode:
@@ -151,14 +163,25 @@ def stored_node(node_id: str, text: str, metadata: Mapping[str, Any]) -> BaseNod
     """The node a stored document was written from (LlamaIndex's ``metadata_dict_to_node``), or None if it was not
     written from a node or its ``_node_content`` cannot be read (it is user data: it never breaks a query).
 
+    A ``Document`` (or ``ImageDocument``) comes back as one, where ``metadata_dict_to_node`` makes it a ``TextNode``:
+    LlamaIndex hashes the two classes differently, and ``node.hash`` is to be the inserted node's.
+
     Example:
         >>> stored_node("a", "text", {"lang": "en"}) is None
         True
+        >>> type(stored_node(*node_record(Document(id_="D1", text="whole", metadata={"k": 1})))).__name__
+        'Document'
     """
     if NODE_CONTENT_KEY not in metadata:
         return None
     try:
-        node = metadata_dict_to_node(dict(metadata), text=text)
+        document = _DOCUMENTS.get(str(metadata.get(NODE_TYPE_KEY)))
+        if document is None:
+            node = metadata_dict_to_node(dict(metadata), text=text)
+        else:
+            node = document.from_json(str(metadata[NODE_CONTENT_KEY]))
+            if text:  # Document(text="") has no text resource (set_content("") would add one: another hash)
+                node.set_content(text)
     except Exception as exc:  # malformed JSON or node fields (user data): fall back to a plain TextNode
         logger.debug("rrf_retriever: document %r has an unreadable _node_content (%s)", node_id, exc)
         return None

@@ -1,7 +1,9 @@
 """The LlamaIndex nodes our retriever returns: the stored node, plus how this query scored it.
 
 LlamaIndex identifies a node's content by ``node.hash`` (``QueryFusionRetriever`` fuses by it, a docstore detects
-changed nodes by it); for a ``TextNode`` it is a hash of the text and ``str(metadata)``. Our per-query ``rrf_*``
+changed nodes by it); for a ``TextNode`` it is a hash of the text and ``str(metadata)``, for a ``Document`` (a
+``Node``) one of its metadata string and text resource, so a ``Document`` inserted comes back a ``Document``
+(:func:`~rrf_retriever.llama_index.nodes.stored_node`), not a ``TextNode`` of another hash. Our per-query ``rrf_*``
 metadata keys (fused score, per-leg ranks and raw scores; excluded from the LLM and embedding metadata as well) would
 change it with every query, so a result node is one of these classes, each its LlamaIndex class in every way
 (fields, ``isinstance``, ``class_name()``, ``get_type()``) but for ``hash``, computed as LlamaIndex does once the
@@ -28,11 +30,11 @@ from rrf_retriever.errors import missing_dependency
 from rrf_retriever.frameworks.results import identity_metadata, is_scoring_key
 
 try:
-    from llama_index.core.schema import BaseNode, ImageNode, IndexNode, Node, TextNode
+    from llama_index.core.schema import BaseNode, Document, ImageDocument, ImageNode, IndexNode, Node, TextNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
 
-__all__ = ["RRFImageNode", "RRFIndexNode", "RRFNode", "RRFTextNode", "stable_node"]
+__all__ = ["RRFDocument", "RRFImageDocument", "RRFImageNode", "RRFIndexNode", "RRFNode", "RRFTextNode", "stable_node"]
 
 
 N = TypeVar("N", bound=BaseNode)
@@ -77,9 +79,26 @@ class RRFNode(Node):
         return super(RRFNode, _unscored(self)).hash
 
 
+class RRFDocument(Document):
+    """A ``Document`` whose ``hash`` leaves out the ``rrf_*`` metadata (how one query scored it)."""
+
+    @property
+    def hash(self) -> str:
+        return super(RRFDocument, _unscored(self)).hash
+
+
+class RRFImageDocument(ImageDocument):
+    """An ``ImageDocument`` whose ``hash`` leaves out the ``rrf_*`` metadata (how one query scored it)."""
+
+    @property
+    def hash(self) -> str:
+        return super(RRFImageDocument, _unscored(self)).hash
+
+
 #: The class a result node of each LlamaIndex class (what ``metadata_dict_to_node`` rebuilds) becomes.
 _STABLE: dict[type[BaseNode], type[BaseNode]] = {
     TextNode: RRFTextNode, IndexNode: RRFIndexNode, ImageNode: RRFImageNode, Node: RRFNode,
+    Document: RRFDocument, ImageDocument: RRFImageDocument,
 }
 
 

@@ -23,6 +23,10 @@ cutoff means something for. Both stay in the metadata either way.
 Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
 templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` upserts by node id,
 ``delete_ref_doc(ref_doc_id)`` removes every chunk of a source document from every store.
+
+Built without an embedding (``from_texts(texts)``, ``from_documents(nodes)``), the retriever embeds with LlamaIndex's
+``Settings.embed_model`` when it was set (logged at INFO), as ``VectorStoreIndex`` does; LlamaIndex's own default
+(OpenAI) is never resolved: with nothing set, an embedding is asked for.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ try:
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.events import BaseEvent
     from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+    from llama_index.core.settings import Settings
     from pydantic import BaseModel
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("llama-index-core", "llama-index", "rrf_retriever.llama_index") from exc
@@ -127,6 +132,7 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
     """
 
     framework_kwargs = frozenset({"callback_manager", "object_map", "verbose", "score"})
+    default_embedding_name = "LlamaIndex's Settings.embed_model"
     if TYPE_CHECKING:  # set by _init_side (a pydantic private attribute on the dual class: no class default here)
         _node_score: str
 
@@ -156,6 +162,13 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
     @staticmethod
     def reranker_for(reranker: Any) -> HitReranker | None:
         return as_postprocessor_reranker(reranker)
+
+    @staticmethod
+    def default_embedding() -> Any | None:
+        """``Settings.embed_model`` when the user set one (as ``VectorStoreIndex`` would use it), else None. Read
+        without resolving: an unset ``Settings.embed_model``, read, becomes LlamaIndex's OpenAI default (a key, the
+        network), so the field itself is read."""
+        return Settings._embed_model
 
     @staticmethod
     def filter_for(flt: Any) -> FilterNode | None:

@@ -49,6 +49,7 @@ from typing import Any
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter
 from rrf_retriever.engine import StoreLeg
 from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, missing_dependency
+from rrf_retriever.frameworks.listing import LIST_MAX, listed
 from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, refresh_manifest
 from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import index_objects, node_batch, stored_node, to_node_with_score
@@ -58,7 +59,7 @@ from rrf_retriever.progress import check_show_progress, progress_shown
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
 from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import SearchResult
-from rrf_retriever.validate import check_ids, check_number
+from rrf_retriever.validate import check_ids, check_int, check_number
 
 try:
     from llama_index.core.schema import BaseNode, IndexNode, TextNode
@@ -199,24 +200,44 @@ class RRFVectorStore(BasePydanticVectorStore):
 
     # ---- reads -----------------------------------------------------------------------------------------
 
-    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
-        """The stored nodes of ``node_ids`` (in that order, missing ones skipped), those matching ``filters`` kept.
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, *,
+                  limit: int | None = None) -> list[BaseNode]:
+        """The stored nodes of ``node_ids`` (in that order, missing ones skipped), those matching ``filters`` kept;
+        without ``node_ids``, the stored nodes matching ``filters`` (None: every node), sorted by id, as Qdrant's
+        store lists them. A listing is bounded (:func:`~rrf_retriever.frameworks.listing.listed`): at most
+        :data:`~rrf_retriever.frameworks.listing.LIST_MAX` (10,000) nodes may match, or pass ``limit``.
+
+        Args:
+            node_ids: The nodes to get, or None: list by ``filters``.
+            filters: LlamaIndex ``MetadataFilters`` (:mod:`~rrf_retriever.llama_index.filters`), or None.
+            limit: At most this many nodes (0 to ``LIST_MAX``; without ``node_ids``: the first ones by id).
 
         Raises:
-            InvalidArgumentError: ``filters`` without ``node_ids`` (the stores list by id).
+            InvalidArgumentError: without ``node_ids`` or ``limit``, more than ``LIST_MAX`` nodes match; ``limit``
+                out of range. InvalidFilterError: filters we cannot translate.
         """
-        if node_ids is None:
-            msg = "get_nodes needs node_ids (filters alone would list the whole store)"
-            raise InvalidArgumentError(msg)
         flt = None if filters is None else from_llama_index(filters)
+        if limit is not None:
+            limit = check_int(limit, "limit", 0, LIST_MAX)
+        if node_ids is None:  # filtered in the stores
+            records, flt = listed(self._retriever.engine, flt, limit), None
+        else:
+            records = self._retriever.engine.get(check_ids(node_ids, "node_ids"))
         out: list[BaseNode] = []
-        for record in self._retriever.engine.get(check_ids(node_ids, "node_ids")):
+        for record in records:
             if flt is not None and not matches(record.metadata, flt):
                 continue
             node = stored_node(record.id, record.text, record.metadata)
             out.append(node if node is not None else TextNode(id_=record.id, text=record.text,
                                                               metadata=dict(record.metadata)))
-        return out
+        return out if limit is None else out[:limit]
+
+    async def aget_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, *,
+                         limit: int | None = None) -> list[BaseNode]:
+        """Async twin of :meth:`get_nodes` (the read runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.get_nodes, node_ids, filters, limit=limit)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities`` in [0, 1].

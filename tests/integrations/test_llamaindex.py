@@ -13,7 +13,7 @@ from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever as LlamaIndexBaseRetriever
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from integrations import llamaindex_query_engine
 from integrations._corpus import NOTES
@@ -29,7 +29,8 @@ def retriever() -> EnsembleRRFRetriever:
 
 def test_retrieve_returns_nodes_with_fused_scores_and_hidden_rrf_metadata(retriever: EnsembleRRFRetriever) -> None:
     nodes = retriever.retrieve("E4012")
-    assert nodes and all(isinstance(n, NodeWithScore) and isinstance(n.node, TextNode) for n in nodes)
+    # the corpus was inserted as Documents: each comes back a Document (its class hashes as the inserted one)
+    assert nodes and all(isinstance(n, NodeWithScore) and isinstance(n.node, Document) for n in nodes)
     top = nodes[0]
     assert top.node.node_id == "kb-1"
     assert top.score == pytest.approx(top.node.metadata["rrf_score"])

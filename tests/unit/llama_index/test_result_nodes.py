@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from llama_index.core.schema import (
     BaseNode,
+    Document,
     ImageNode,
     IndexNode,
     Node,
@@ -41,6 +42,7 @@ NODES = [
     IndexNode(id_="i", text="summary", index_id="sub", metadata={"lang": "en"}),
     ImageNode(id_="m", text="caption", image_url="http://x/img.png", metadata={"lang": "en"}),
     Node(id_="n", metadata={"lang": "en"}),
+    Document(id_="d", text="a whole document", metadata={"lang": "en"}),
 ]
 
 
