@@ -1,7 +1,7 @@
-"""Reliability soak: fuzz, scope isolation, SIGKILL crash safety, load and lifecycle, at the long profile.
+"""Reliability soak: promises, attacks, fuzz, scope isolation, SIGKILL crash safety, load and lifecycle.
 
-Runs the same workloads as tests/reliability (tests/reliability/workloads.py) with more inputs, prints figures and
-writes benchmarks/results/soak_<profile>.json.
+Runs the same workloads as tests/reliability (tests/reliability/workloads.py, promises.py, attacks.py) with more
+inputs, prints figures and writes benchmarks/results/soak_<profile>.json.
 
     .venv/bin/python benchmarks/soak.py --quick   # a few minutes
     .venv/bin/python benchmarks/soak.py --full    # >= 10,000 fuzz inputs, 4,000 scoped queries, 20 kills, 8x500 load
@@ -18,14 +18,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.reliability.attacks import run_attacks
 from tests.reliability.promises import run_promises
 from tests.reliability.workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
 
 PROFILES = {
     "quick": {"fuzz_per_target": 300, "scope_queries": 800, "kills": 8, "threads": 8, "queries_per_thread": 100,
-              "lifecycle_writes": 300, "promise_rounds": 1},
+              "lifecycle_writes": 300, "promise_rounds": 1, "attack_rounds": 1},
     "full": {"fuzz_per_target": 1700, "scope_queries": 4000, "kills": 20, "threads": 8, "queries_per_thread": 500,
-             "lifecycle_writes": 2000, "promise_rounds": 5},
+             "lifecycle_writes": 2000, "promise_rounds": 5, "attack_rounds": 5},
 }
 
 
@@ -35,12 +36,18 @@ def main() -> int:
     group.add_argument("--quick", action="store_true", help="the short profile (default)")
     group.add_argument("--full", action="store_true", help="the long profile")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--only", choices=["promises"], help="run one section only")
+    parser.add_argument("--only", choices=["promises", "attacks"], help="run one section only")
+    parser.add_argument("--all-attacks", action="store_true",
+                        help="run the attacks whose fix is pending too (attacks.PENDING)")
     args = parser.parse_args()
     profile = "full" if args.full else "quick"
     p = PROFILES[profile]
     figures: dict[str, object] = {"profile": profile, "seed": args.seed, **p}
     failed = False
+
+    if args.only == "attacks":
+        failed = _attacks(figures, p["attack_rounds"], args.seed, args.all_attacks)
+        return _write(figures, f"{profile}_attacks", failed)
 
     promises = run_promises(p["promise_rounds"], seed=args.seed)
     print(f"promises: {promises['rounds']} rounds, checks {promises['checks']} (pages, pinning, big-integer $in of "
@@ -52,6 +59,7 @@ def main() -> int:
     failed |= bool(promises["problems"])
     if args.only == "promises":
         return _write(figures, f"{profile}_promises", failed)
+    failed |= _attacks(figures, p["attack_rounds"], args.seed, args.all_attacks)
 
     t0 = time.perf_counter()
     fuzz = run_fuzz(p["fuzz_per_target"], seed=args.seed)
@@ -106,6 +114,22 @@ def main() -> int:
     failed |= bool(life["problems"])
 
     return _write(figures, profile, failed)
+
+
+def _attacks(figures: dict[str, object], rounds: int, seed: int, everything: bool) -> bool:
+    """The attacks of trust round 4 (tests/reliability/attacks.py): one line of figures; True if any problem."""
+    from tests.reliability.attacks import ATTACKS
+
+    report = run_attacks(rounds, seed=seed, attacks=ATTACKS if everything else None)
+    slowest = sorted(report["attack_seconds"].items(), key=lambda kv: -kv[1])[:3]
+    print(f"attacks: {report['rounds']} rounds, checks {report['checks']}, {len(report['problems'])} problems; "
+          f"refused or answered {report['outcomes']}; pending, not run: {report['skipped'] or 'none'}; slowest "
+          f"{dict(slowest)} s ({report['seconds']:.0f} s)")
+    for line in report["problems"][:10]:
+        print("   ", line)
+    figures["attacks"] = {k: (len(v) if k == "problems" else v) for k, v in report.items()}
+    figures["attacks"]["examples"] = report["problems"][:20]  # type: ignore[index]
+    return bool(report["problems"])
 
 
 def _write(figures: dict[str, object], profile: str, failed: bool) -> int:
