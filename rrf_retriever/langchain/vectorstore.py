@@ -20,6 +20,8 @@ Decisions (the contract, each guarded by a test):
   normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
 * ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
   over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
+* ``batch_size`` (``add_texts``, ``add_documents``; LangChain's ``index()`` passes it) bounds each all-or-nothing
+  write, so ``langchain_core.indexing.index`` and ``aindex`` write through this store.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
   name (:mod:`rrf_retriever.scope.dialects`).
 
@@ -52,6 +54,7 @@ from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.validate import check_int
 
 try:
     from langchain_core.documents import Document
@@ -71,6 +74,12 @@ def _no_extra(kwargs: dict[str, Any], method: str) -> None:
     if kwargs:
         msg = f"unknown argument(s) {sorted(kwargs)} for RRFVectorStore.{method}"
         raise InvalidArgumentError(msg)
+
+
+def _batch_size(kwargs: dict[str, Any]) -> int | None:
+    """LangChain's ``batch_size`` (popped from ``kwargs``): None, or a positive integer (our error otherwise)."""
+    batch = kwargs.pop("batch_size", None)
+    return None if batch is None else check_int(batch, "batch_size", 1)
 
 
 class RRFVectorStore(VectorStore):
@@ -156,36 +165,43 @@ class RRFVectorStore(VectorStore):
         self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        """Upsert texts into every store (all or none); returns the ids."""
-        show = kwargs.pop("show_progress", self._show_progress)
+        """Upsert texts into every store (all or none); returns the ids. ``batch_size`` (what LangChain's
+        ``index()`` passes; langchain-qdrant's 64): at most this many documents per all-or-nothing write, the batch
+        written in consecutive writes (validated whole first; a failing write leaves the earlier ones written, as
+        the store's 10,000-document chunks do). None (default): the store's chunks of 10,000."""
+        show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "add_texts")
         text_list = list(texts)
         return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
-                                        show_progress=show)
+                                        show_progress=show, chunk_size=batch)
 
     async def aadd_texts(
         self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
-        show = kwargs.pop("show_progress", self._show_progress)
+        show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "aadd_texts")
         text_list = list(texts)
         return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
-                                               show_progress=show)
+                                               show_progress=show, chunk_size=batch)
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content."""
+        """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content.
+        ``batch_size``: as :meth:`add_texts` (so ``langchain_core.indexing.index`` writes through this store)."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        batch = _batch_size(kwargs)
         _no_extra(kwargs, "add_documents")
-        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show)
+        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show,
+                                            chunk_size=batch)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        batch = _batch_size(kwargs)
         _no_extra(kwargs, "aadd_documents")
         return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids),
-                                                   show_progress=show)
+                                                   show_progress=show, chunk_size=batch)
 
     @staticmethod
     def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:

@@ -101,7 +101,7 @@ def test_writes_deletes_and_get_by_ids(store: RRFVectorStore) -> None:
     assert store.delete(["n77", "given"]) is True and store.get_by_ids(["n77", "given"]) == []
     assert store.delete() is False  # nothing named, nothing deleted
     with pytest.raises(ValueError, match="unknown"):
-        store.add_texts(["y"], batch_size=3)
+        store.add_texts(["y"], batch_sise=3)  # a typo is refused (batch_size is accepted: LangChain's index())
 
 
 def test_embeddings_and_construction() -> None:
