@@ -19,7 +19,9 @@ Decisions (the contract, each guarded by a test):
   code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` thresholds the
   normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
 * ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
-  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
+  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda, ``fetch_k`` the candidates (each
+  leg's depth for the call: ``search_kwargs={"k": 5, "fetch_k": 50}`` as LangChain's docstring has it). The
+  ``_by_vector`` twins run the same stage over the dense legs, with the vector given and no text.
 * ``batch_size`` (``add_texts``, ``add_documents``; LangChain's ``index()`` passes it) bounds each all-or-nothing
   write, so ``langchain_core.indexing.index`` and ``aindex`` write through this store.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
@@ -282,31 +284,52 @@ class RRFVectorStore(VectorStore):
         return await self.asimilarity_search_with_score(query, k, **kwargs)
 
     def max_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        self, query: str, k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5, filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         """Hybrid search, then MMR over the fused candidates' stored dense vectors (our ``diversity`` stage, with
-        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). The candidates are the fused
-        list of the legs' fetch depth (``retriever.settings.effective_fetch_k(k)``: 40 or more); a larger
-        ``fetch_k`` here is refused (raise it with ``retriever.update_settings(fetch_k=...)``), never silently
-        not honoured."""
-        self._check_fetch_k(fetch_k, k)
-        return self.similarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). ``fetch_k``: how many
+        candidates MMR chooses from, as LangChain means it: the legs fetch that many each and MMR re-orders the
+        first ``fetch_k`` of the fused list (from ``k`` to 10,000; None, the default here: the engine's depth,
+        ``max(2 * k, 40)`` unless the settings' ``fetch_k`` is set)."""
+        return self.similarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
     async def amax_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        self, query: str, k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5, filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search`."""
-        self._check_fetch_k(fetch_k, k)
-        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
-    def _check_fetch_k(self, fetch_k: int, k: int) -> None:
-        legs_fetch = self.retriever.settings.effective_fetch_k(k)
-        if fetch_k > legs_fetch:
-            msg = (f"fetch_k={fetch_k} is more than the {legs_fetch} candidates each leg fetches; raise it with "
-                   f"store.retriever.update_settings(fetch_k={fetch_k})")
+    def max_marginal_relevance_search_by_vector(
+        self, embedding: Sequence[float], k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5,
+        filter: Any = None, **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search` with a query vector you embedded and no text: the same diversity
+        stage over the dense legs' candidates (no keyword to match), the query embedding skipped. The same as
+        ``max_marginal_relevance_search("", query_vector=embedding, ...)``; ``kwargs``: the search options."""
+        options = self._vector_query(embedding, kwargs, "max_marginal_relevance_search_by_vector")
+        return self.max_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
+
+    async def amax_marginal_relevance_search_by_vector(
+        self, embedding: Sequence[float], k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5,
+        filter: Any = None, **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of :meth:`max_marginal_relevance_search_by_vector` (native, no thread)."""
+        options = self._vector_query(embedding, kwargs, "amax_marginal_relevance_search_by_vector")
+        return await self.amax_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
+
+    @staticmethod
+    def _depth(fetch_k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The search options with LangChain's ``fetch_k`` as the call's candidate depth (None: not given)."""
+        return kwargs if fetch_k is None else {**kwargs, "fetch_k": fetch_k}
+
+    @staticmethod
+    def _vector_query(embedding: Sequence[float], kwargs: dict[str, Any], method: str) -> dict[str, Any]:
+        if "query_vector" in kwargs:
+            msg = f"RRFVectorStore.{method} takes the query vector as its embedding, not also as query_vector"
             raise InvalidArgumentError(msg)
+        return {**kwargs, "query_vector": embedding}
 
     @staticmethod
     def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
