@@ -307,7 +307,11 @@ class RRFVectorStore(VectorStore):
     ) -> list[Document]:
         """:meth:`max_marginal_relevance_search` with a query vector you embedded and no text: the same diversity
         stage over the dense legs' candidates (no keyword to match), the query embedding skipped. The same as
-        ``max_marginal_relevance_search("", query_vector=embedding, ...)``; ``kwargs``: the search options."""
+        ``max_marginal_relevance_search("", query_vector=embedding, ...)``; ``kwargs``: the search options.
+
+        Relevance is the stage's: the fused score over the best candidate's (rank-based), where LangChain's
+        ``maximal_marginal_relevance`` (langchain-qdrant's, ``InMemoryVectorStore``'s) takes the cosine to the query;
+        the two choose alike at ``lambda_mult`` 1.0 (the dense order) and 0.0 (the top one, then novelty alone)."""
         options = self._vector_query(embedding, kwargs, "max_marginal_relevance_search_by_vector")
         return self.max_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
 
