@@ -310,8 +310,10 @@ class RRFVectorStore(VectorStore):
         ``max_marginal_relevance_search("", query_vector=embedding, ...)``; ``kwargs``: the search options.
 
         Relevance is the stage's: the fused score over the best candidate's (rank-based), where LangChain's
-        ``maximal_marginal_relevance`` (langchain-qdrant's, ``InMemoryVectorStore``'s) takes the cosine to the query;
-        the two choose alike at ``lambda_mult`` 1.0 (the dense order) and 0.0 (the top one, then novelty alone)."""
+        ``maximal_marginal_relevance`` (``InMemoryVectorStore``'s) takes the cosine to the query; the two choose
+        alike at ``lambda_mult`` 1.0 (the dense order) and 0.0 (the top one, then novelty alone). ``lambda_mult`` is
+        LangChain's (1.0 = relevance); langchain-qdrant 1.1 hands it to Qdrant's MMR as ``diversity``, the other
+        way round."""
         options = self._vector_query(embedding, kwargs, "max_marginal_relevance_search_by_vector")
         return self.max_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
 

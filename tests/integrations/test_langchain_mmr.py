@@ -136,3 +136,24 @@ async def test_by_vector_refuses_bad_input_with_our_errors(stores: tuple[RRFVect
         await ours.amax_marginal_relevance_search_by_vector(vector, k=5, fetch_k=3)
     with pytest.raises(InvalidArgumentError, match="unknown"):
         ours.max_marginal_relevance_search_by_vector(vector, nonsense=1)
+
+
+def test_lambda_mult_is_langchains_where_langchain_qdrant_has_it_the_other_way_round(
+    stores: tuple[RRFVectorStore, InMemoryVectorStore], embedding: DeterministicFakeEmbedding,
+) -> None:
+    """What the README says of langchain-qdrant 1.1 (it hands lambda_mult to Qdrant's MMR as ``diversity``)."""
+    qdrant_client = pytest.importorskip("qdrant_client")
+    langchain_qdrant = pytest.importorskip("langchain_qdrant")
+    client = qdrant_client.QdrantClient(":memory:")
+    models = qdrant_client.models
+    client.create_collection("t", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE))
+    qdrant = langchain_qdrant.QdrantVectorStore(client, "t", embedding)
+    uuids = [f"00000000-0000-0000-0000-{i:012d}" for i in range(len(TEXTS))]
+    qdrant.add_texts(TEXTS, ids=uuids)
+    ours, _ = stores
+    vector = embedding.embed_query("topic 3")
+    by_similarity = _ids(ours.similarity_search_by_vector(vector, k=5))
+    assert _ids(ours.max_marginal_relevance_search_by_vector(vector, k=5, fetch_k=20, lambda_mult=1.0)) == (
+        by_similarity)
+    theirs = qdrant.max_marginal_relevance_search_by_vector(vector, k=5, fetch_k=20, lambda_mult=0.0)
+    assert [IDS[uuids.index(d.metadata["_id"])] for d in theirs] == by_similarity
