@@ -172,6 +172,9 @@ def search_command(
              "rrf_retriever.langchain.CompressorReranker / rrf_retriever.llama_index.PostprocessorReranker)."),
     rerank_k: int | None = typer.Option(None, "--rerank-k", help="Candidates the reranker sees (default "
                                                                   "max(2 * top-k, 20))."),
+    fetch_k: int | None = typer.Option(None, "--fetch-k", help="Hits each leg fetches, the candidates --diversity "
+                                                                "re-orders (default max(2 * top-k, 40); at most "
+                                                                "10000)."),
     dense_path: list[str] | None = typer.Option(
         None, "--dense-path", metavar="NAME[=FILTER_JSON]",
         help="An extra dense leg over the dense store with its own filter instead of --filter (NAME alone: "
@@ -202,7 +205,7 @@ def search_command(
             filters=filter_, filter_json=filter_json, dense_path=dense_path, semantic_weight=semantic_weight,
             keyword_weight=keyword_weight, top_k=top_k, exclude_ids=exclude, offset=offset, pinned_ids=pinned,
             score_threshold=threshold, diversity=diversity, reranker=loaded, rerank_k=rerank_k,
-            expand_limit=expand_limit)
+            expand_limit=expand_limit, fetch_k=fetch_k)
         engine = open_index(index_dir, **({"links_key": links_key} if links_key else {}))
         try:
             if rrf_k is not None:

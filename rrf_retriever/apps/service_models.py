@@ -114,6 +114,9 @@ class SearchRequest(BaseModel):
         None, description='Extra dense legs over the dense store, each with its own filter instead of `filter` '
                           '(null: unfiltered): {"dense_all": null}. Weighted by weights[name].')
     expand_limit: Optional[int] = Field(None, description="At most this many 1-hop neighbours (default top_k).")  # noqa: UP045
+    fetch_k: Optional[int] = Field(  # noqa: UP045
+        None, description="Hits each leg fetches this call, the candidates diversity re-orders (default "
+                          "max(2*top_k, 40); top_k to 10000).")
 
     @model_validator(mode="after")
     def _one_query(self) -> SearchRequest:
