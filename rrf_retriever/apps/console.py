@@ -28,6 +28,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "rich", "cli", "the rrf-retriever command") from exc
 
+from rrf_retriever import strict_json
+
 __all__ = ["TEXT_SUFFIXES", "Documents", "UsageError", "check_beir_files", "console", "err_console", "hits_table",
            "index_documents", "iter_documents", "markdown_title", "progress_bar", "read_documents", "sync_folder",
            "trace_table"]
@@ -71,7 +73,9 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield line_no, json.loads(line)
+                yield line_no, strict_json.loads(line, what=f"{path}:{line_no}")
+            except strict_json.DuplicateKeyError as exc:
+                raise UsageError(str(exc)) from None
             except json.JSONDecodeError as exc:
                 msg = f"{path}:{line_no}: not valid JSON ({exc.msg})"
                 raise UsageError(msg) from None
