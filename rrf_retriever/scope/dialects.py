@@ -162,6 +162,8 @@ _OBJECTS = (("qdrant_client", "a Qdrant filter model (qdrant_client.models)"),
             ("elasticsearch", "an Elasticsearch query object"),
             ("pymilvus", "a Milvus expression object"))
 _WALK_LIMIT = 10_000
+#: The keys a mapping of some dialect holds at least one of (a mapping with none of them is not looked at further).
+_WORDS = frozenset({*_QDRANT_CLAUSES, "min_should", "key", "operator", *_ELASTIC_KEYS})
 
 
 def _is_plain(value: object) -> bool:
@@ -216,11 +218,16 @@ def _is_elastic_json(spec: Mapping[Any, Any]) -> bool:
 
 def _dialect_of(spec: object) -> InvalidFilterError | None:
     """The error naming the dialect ``spec`` (one filter, not its sub-filters) is written in, or None."""
-    package = type(spec).__module__.split(".")[0]
-    for prefix, dialect in _OBJECTS:
-        if package == prefix:
-            hint = "Qdrant models are compiled by our stores from our language: " if prefix == "qdrant_client" else ""
-            return _refuse(dialect, hint + _OURS)
+    if type(spec) is dict:  # the common case first: a mapping without a dialect's word is looked at no further
+        if spec.keys().isdisjoint(_WORDS):
+            return None
+    else:
+        package = type(spec).__module__.split(".")[0]
+        for prefix, dialect in _OBJECTS:
+            if package == prefix:
+                qdrant = prefix == "qdrant_client"
+                return _refuse(dialect, ("Qdrant models are compiled by our stores from our language: " if qdrant
+                                         else "") + _OURS)
     if isinstance(spec, str):
         if _MILVUS.search(spec):
             return _refuse("a Milvus boolean expression", "expression strings are not parsed: " + _OURS)
