@@ -113,7 +113,7 @@ class SearchRequest(BaseModel):
     rerank: Optional[bool] = Field(  # noqa: UP045
         None, description="false: skip the reranker the server was started with (serve --reranker) this call.")
     rerank_k: Optional[int] = Field(None, description="Candidates the reranker sees (default max(2*top_k, 20)).")  # noqa: UP045
-    dense_paths: Optional[dict[str, Optional[dict[str, Any]]]] = Field(  # noqa: UP045
+    dense_paths: Optional[dict[str, Optional[Union[dict[str, Any], str, list[Any]]]]] = Field(  # noqa: UP007, UP045
         None, description='Extra dense legs over the dense store, each with its own filter instead of `filter` '
                           '(null: unfiltered): {"dense_all": null}. Weighted by weights[name].')
     expand_limit: Optional[int] = Field(None, description="At most this many 1-hop neighbours (default top_k).")  # noqa: UP045

@@ -56,6 +56,13 @@ def test_each_dialect_is_a_422_naming_it(client: httpx.Client, flt: Any, dialect
     assert "$gte" in detail  # and ours, to write instead
 
 
+@pytest.mark.parametrize(("flt", "dialect"), [BODIES[0], BODIES[3], BODIES[8], BODIES[10]])
+def test_a_dense_path_filter_in_a_dialect_is_a_422_naming_it(client: httpx.Client, flt: Any, dialect: str) -> None:
+    r = client.post("/search", json={"q": "alpha", "dense_paths": {"scoped": flt}})
+    assert r.status_code == 422, r.text
+    assert dialect in str(r.json()["detail"])
+
+
 @pytest.mark.parametrize(("flt", "ids"), [
     ({"must": "x"}, ["a", "c"]),
     ({"path": ["docs/a.md", "docs/b.md"]}, ["a", "b"]),
