@@ -85,7 +85,7 @@ def index_command(
     path: Path = typer.Argument(..., metavar="PATH", show_default=False,
                                 help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata} lines, or a "
                                      "folder of .txt/.md/.markdown files (a markdown file's first '# heading' is its "
-                                     "title; empty files are skipped)."),
+                                     "title; empty files and links out of the folder are skipped)."),
     index_dir: Path = IndexDir,
     embedder: str | None = typer.Option(
         None, help="'minilm-int8' (offline all-MiniLM-L6-v2 in int8, the default for a new index: 2-2.5x faster "
@@ -134,7 +134,10 @@ def index_command(
             raise
         finally:
             engine.close()
+    links = [f"{found.links_outside} symbolic link(s) to files outside the folder" if found.links_outside else "",
+             f"{found.links_duplicate} link(s) to a file already indexed" if found.links_duplicate else ""]
     notes = "".join([f"; skipped {found.skipped} empty file(s)" if found.skipped else "",
+                     f"; skipped {' and '.join(filter(None, links))}" if any(links) else "",
                      f"; deleted {removed} document(s) of files no longer there" if removed else ""])
     console.print(f"indexed {done} document(s) from {path}{notes}; {index_dir} now holds {manifest['doc_count']} "
                   f"(embedder {manifest['embedder']})", highlight=False)
