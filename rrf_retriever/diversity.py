@@ -105,7 +105,7 @@ def mmr_order(
         msg = f"mmr_order: the vectors have different dimensions {sorted(dims)}"
         raise InvalidArgumentError(msg)
     similarities = _similarity_rows(vectors)
-    max_sim = [0.0] * n  # max similarity of each candidate to the selected ones (0 while none is selected)
+    max_sim = [-math.inf] * n  # max similarity of each candidate to the selected ones (read once one is)
     remaining = list(range(n))
     chosen: list[int] = []
     while remaining and len(chosen) < want:

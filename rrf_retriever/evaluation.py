@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever import strict_json
 from rrf_retriever.errors import InvalidArgumentError, missing_dependency
 
 __all__ = ["DEFAULT_METRICS", "BeirDataset", "doc_text", "evaluate", "load_beir", "remove_identical_ids"]
@@ -78,9 +78,9 @@ def load_beir(path: str | Path, split: str = "test") -> BeirDataset:
             raise InvalidArgumentError(msg)
     corpus: dict[str, dict[str, Any]] = {}
     with corpus_file.open(encoding="utf-8") as fh:
-        for line in fh:
+        for line_no, line in enumerate(fh, 1):
             if line.strip():
-                row = json.loads(line)
+                row = strict_json.loads(line, what=f"{corpus_file}:{line_no}")
                 corpus[str(row["_id"])] = {
                     "title": row.get("title") or "",
                     "text": row.get("text") or "",
@@ -96,9 +96,9 @@ def load_beir(path: str | Path, split: str = "test") -> BeirDataset:
             qrels.setdefault(qid, {})[did] = score
     all_queries: dict[str, str] = {}
     with queries_file.open(encoding="utf-8") as fh:
-        for line in fh:
+        for line_no, line in enumerate(fh, 1):
             if line.strip():
-                row = json.loads(line)
+                row = strict_json.loads(line, what=f"{queries_file}:{line_no}")
                 all_queries[str(row["_id"])] = row["text"]
     queries = {qid: all_queries[qid] for qid in qrels if qid in all_queries}
     return BeirDataset(root.name, corpus, queries, qrels)

@@ -85,7 +85,7 @@ def index_command(
     path: Path = typer.Argument(..., metavar="PATH", show_default=False,
                                 help="A BEIR corpus.jsonl (or folder), a jsonl of {id, text, metadata} lines, or a "
                                      "folder of .txt/.md/.markdown files (a markdown file's first '# heading' is its "
-                                     "title; empty files are skipped)."),
+                                     "title; empty files and links out of the folder are skipped)."),
     index_dir: Path = IndexDir,
     embedder: str | None = typer.Option(
         None, help="'minilm-int8' (offline all-MiniLM-L6-v2 in int8, the default for a new index: 2-2.5x faster "
@@ -134,7 +134,10 @@ def index_command(
             raise
         finally:
             engine.close()
+    links = [f"{found.links_outside} symbolic link(s) to files outside the folder" if found.links_outside else "",
+             f"{found.links_duplicate} link(s) to a file already indexed" if found.links_duplicate else ""]
     notes = "".join([f"; skipped {found.skipped} empty file(s)" if found.skipped else "",
+                     f"; skipped {' and '.join(filter(None, links))}" if any(links) else "",
                      f"; deleted {removed} document(s) of files no longer there" if removed else ""])
     console.print(f"indexed {done} document(s) from {path}{notes}; {index_dir} now holds {manifest['doc_count']} "
                   f"(embedder {manifest['embedder']})", highlight=False)
@@ -172,6 +175,9 @@ def search_command(
              "rrf_retriever.langchain.CompressorReranker / rrf_retriever.llama_index.PostprocessorReranker)."),
     rerank_k: int | None = typer.Option(None, "--rerank-k", help="Candidates the reranker sees (default "
                                                                   "max(2 * top-k, 20))."),
+    fetch_k: int | None = typer.Option(None, "--fetch-k", help="Hits each leg fetches, the candidates --diversity "
+                                                                "re-orders (default max(2 * top-k, 40); at most "
+                                                                "10000)."),
     dense_path: list[str] | None = typer.Option(
         None, "--dense-path", metavar="NAME[=FILTER_JSON]",
         help="An extra dense leg over the dense store with its own filter instead of --filter (NAME alone: "
@@ -202,7 +208,7 @@ def search_command(
             filters=filter_, filter_json=filter_json, dense_path=dense_path, semantic_weight=semantic_weight,
             keyword_weight=keyword_weight, top_k=top_k, exclude_ids=exclude, offset=offset, pinned_ids=pinned,
             score_threshold=threshold, diversity=diversity, reranker=loaded, rerank_k=rerank_k,
-            expand_limit=expand_limit)
+            expand_limit=expand_limit, fetch_k=fetch_k)
         engine = open_index(index_dir, **({"links_key": links_key} if links_key else {}))
         try:
             if rrf_k is not None:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rrf_retriever import strict_json
 from rrf_retriever.apps.console import UsageError
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.scope.cli_syntax import parse_filter_item
@@ -82,7 +83,9 @@ def parse_filters(items: Sequence[str] | None, filter_json: str | None = None) -
     flt: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in out.items()}
     if filter_json is not None:
         try:
-            given = json.loads(filter_json)
+            given = strict_json.loads(filter_json, what="--filter-json")
+        except strict_json.DuplicateKeyError as exc:
+            raise UsageError(str(exc)) from None
         except json.JSONDecodeError as exc:
             msg = f"--filter-json is not valid JSON ({exc.msg} at character {exc.pos})"
             raise UsageError(msg) from None
@@ -115,7 +118,9 @@ def parse_dense_paths(items: Sequence[str] | None) -> dict[str, Any] | None:
             paths[name] = None
             continue
         try:
-            paths[name] = json.loads(raw)
+            paths[name] = strict_json.loads(raw, what=f"--dense-path {name}")
+        except strict_json.DuplicateKeyError as exc:
+            raise UsageError(str(exc)) from None
         except json.JSONDecodeError as exc:
             msg = f"--dense-path {name}: the filter is not valid JSON ({exc.msg} at character {exc.pos})"
             raise UsageError(msg) from None

@@ -28,6 +28,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise missing_dependency(exc.name or "rich", "cli", "the rrf-retriever command") from exc
 
+from rrf_retriever import strict_json
+
 __all__ = ["TEXT_SUFFIXES", "Documents", "UsageError", "check_beir_files", "console", "err_console", "hits_table",
            "index_documents", "iter_documents", "markdown_title", "progress_bar", "read_documents", "sync_folder",
            "trace_table"]
@@ -71,7 +73,9 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield line_no, json.loads(line)
+                yield line_no, strict_json.loads(line, what=f"{path}:{line_no}")
+            except strict_json.DuplicateKeyError as exc:
+                raise UsageError(str(exc)) from None
             except json.JSONDecodeError as exc:
                 msg = f"{path}:{line_no}: not valid JSON ({exc.msg})"
                 raise UsageError(msg) from None
@@ -121,6 +125,10 @@ class Documents:
     folder_ids: list[str] | None = None
     #: Whitespace-only files skipped.
     skipped: int = 0
+    #: Symbolic links skipped because their target is outside the folder (never read).
+    links_outside: int = 0
+    #: Symbolic links skipped because the file they reach in the folder is already read (under its own path).
+    links_duplicate: int = 0
 
 
 def iter_documents(path: Path) -> tuple[int, Iterator[tuple[str, str, dict[str, Any]]]]:
@@ -133,13 +141,36 @@ def _read_text(f: Path) -> str:
     return f.read_text(encoding="utf-8", errors="replace")
 
 
+def _inside(path: Path, candidates: list[Path]) -> tuple[dict[Path, Path], int, int]:
+    """``{path shown (the id): real file to read}`` of the candidates whose real file is inside ``path``, each real
+    file once; plus how many links pointed outside and how many reached a file already taken.
+
+    A link is never followed out of the folder. A link to a file inside is read once: the real file under its own
+    path when it is itself a candidate, else under the link's path (the first in sorted order).
+    """
+    root = path.resolve()
+    taken: dict[Path, Path] = {}  # real file -> path shown
+    outside = duplicate = 0
+    for f in sorted(candidates, key=lambda p: (p.is_symlink(), p)):  # real files first: they keep their own path
+        real = f.resolve()
+        if not real.is_relative_to(root):
+            outside += 1
+        elif real in taken:
+            duplicate += 1
+        else:
+            taken[real] = f
+    return {f: real for real, f in taken.items()}, outside, duplicate
+
+
 def read_documents(path: Path) -> Documents:
     """The documents under ``path``: a jsonl file, a BEIR folder (its corpus.jsonl), or a folder of text files.
 
     A jsonl is checked whole first (valid lines, no duplicate id: the error names both lines), so a bad file writes
     nothing. Text files (:data:`TEXT_SUFFIXES`: .txt, .md, .markdown) get their relative path as id and
     ``{"path": ...}`` as metadata; a markdown file's first ``# heading`` is also its ``title`` (the keyword store's
-    title field). A whitespace-only file is skipped (counted in ``skipped``).
+    title field). A whitespace-only file is skipped (counted in ``skipped``). A symbolic link is never followed out
+    of the folder (counted in ``links_outside``); a link to a file inside it is read once (``links_duplicate``
+    counts the links to a file already read), and directory links are not descended.
 
     Raises:
         UsageError: nothing to read (a missing path, another kind of file, a folder without text files or with
@@ -157,11 +188,13 @@ def read_documents(path: Path) -> Documents:
         total = _check_jsonl(path)
         return Documents(total, ((doc_id, text, metadata) for _, doc_id, text, metadata in _jsonl_rows(path)))
     candidates = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
-    if not candidates:
-        msg = f"{path}: no .jsonl corpus and no {', '.join(TEXT_SUFFIXES)} files in this folder"
+    reads, outside, duplicate = _inside(path, candidates)  # a link out of the folder is never read
+    if not reads:
+        links = f" ({outside} symbolic link(s) to files outside the folder skipped)" if outside else ""
+        msg = f"{path}: no .jsonl corpus and no {', '.join(TEXT_SUFFIXES)} files in this folder{links}"
         raise UsageError(msg)
     # read once up front to skip the empty ones (the count is the progress bar's total and the sync's list)
-    files = [f for f in candidates if _read_text(f).strip()]
+    files = [f for f in sorted(reads) if _read_text(reads[f]).strip()]
     if not files:
         msg = f"{path}: its {len(candidates)} {'/'.join(TEXT_SUFFIXES)} file(s) are all empty: nothing to index"
         raise UsageError(msg)
@@ -169,7 +202,7 @@ def read_documents(path: Path) -> Documents:
     def read() -> Iterator[tuple[str, str, dict[str, Any]]]:
         for f in files:
             rel = f.relative_to(path).as_posix()
-            text = _read_text(f)
+            text = _read_text(reads[f])  # the real file checked to be inside, not the link again
             metadata: dict[str, Any] = {"path": rel}
             if f.suffix.lower() in (".md", ".markdown"):
                 title = markdown_title(text)
@@ -178,7 +211,8 @@ def read_documents(path: Path) -> Documents:
             yield rel, text, metadata
 
     ids = [f.relative_to(path).as_posix() for f in files]
-    return Documents(len(files), read(), folder_ids=ids, skipped=len(candidates) - len(files))
+    return Documents(len(files), read(), folder_ids=ids, skipped=len(reads) - len(files), links_outside=outside,
+                     links_duplicate=duplicate)
 
 
 def sync_folder(engine: Any, kept: Sequence[str]) -> int:

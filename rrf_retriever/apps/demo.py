@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -27,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever import strict_json
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError
 
@@ -91,7 +91,7 @@ def load_demo_queries(path: Path | None = None) -> list[DemoQuery]:
     if not path.is_file():
         msg = f"the demo queries file {path} is missing (a broken install?)"
         raise InvalidArgumentError(msg)
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = strict_json.loads(path.read_text(encoding="utf-8"), what=str(path))
     rows = raw.get("queries", []) if isinstance(raw, dict) else raw
     out = []
     for row in rows:
@@ -106,7 +106,7 @@ def load_demo_queries(path: Path | None = None) -> list[DemoQuery]:
 
 def _corpus_rows(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        return [strict_json.loads(line, what=f"{path}:{n}") for n, line in enumerate(fh, 1) if line.strip()]
 
 
 def _open_demo_index(index_dir: Path, corpus: Path, rebuild: bool, console: Any) -> tuple[Any, bool, float]:

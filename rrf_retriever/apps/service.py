@@ -36,8 +36,9 @@ CDN assets, served without the key: :mod:`rrf_retriever.apps.service_docs`; no `
   ``index_path`` (``rrf-retriever serve`` passes it) the manifest's ``doc_count`` is refreshed after each write.
 - ``GET /health`` -> ``{"status": "ok", "documents": {...}}`` (never needs the API key).
 
-Strictness: an unknown query parameter on any route (``?sessionId=1``, ``?topK=3``) and an unknown JSON field in
-any body is a 422 naming it; never silently ignored (an ignored scope would be an unscoped search). Every error is
+Strictness: an unknown query parameter on any route (``?sessionId=1``, ``?topK=3``), an unknown JSON field in
+any body and a JSON object repeating a key at any depth (``type`` ``json_duplicate_key``, its ``loc``) are a 422
+naming it; never silently ignored (an ignored scope would be an unscoped search). Every error is
 JSON ``{"detail": ...}`` with our message: 422 for bad input (validation errors keep ``loc``, ``msg`` and ``type``
 but never the input; long words in any message are clipped, so a huge input is never echoed back), 503 when the
 stores or the embedder fail, a generic 500 (details only in the server log) for a bug, never a traceback.

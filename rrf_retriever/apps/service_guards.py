@@ -1,5 +1,6 @@
 """The settings service's guards (:mod:`rrf_retriever.apps.service`): JSON error replies that never echo the
-input, routes that refuse unknown query parameters, and the ASGI guard (allowed hosts, bearer auth, body limit).
+input, routes that refuse unknown query parameters and JSON bodies that repeat a key, and the ASGI guard (allowed
+hosts, bearer auth, body limit).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "fastapi", "server", "the settings service") from exc
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
+from rrf_retriever.strict_json import DuplicateKeyError
+from rrf_retriever.strict_json import loads as strict_loads
 
 # The service's logger name, as before the split (log configuration and filters keep working).
 logger = logging.getLogger("rrf_retriever.apps.service")
@@ -116,15 +119,35 @@ def _unknown_params_message(unknown: list[str], allowed: set[str]) -> str:
     return f"unknown query parameter(s) {', '.join(shown)}; this route takes {takes}"
 
 
+async def repeated_key_error(request: Request) -> JSONResponse | None:
+    """A 422 (the validation errors' shape, ``type`` ``json_duplicate_key``) when the JSON body repeats a key at
+    any depth, else None. The body (already held by :class:`Guard`, at most ``max_body`` bytes) is read through
+    the strict loader before FastAPI parses it; a body that is not JSON is left to FastAPI's own answer."""
+    body = await request.body()  # kept by the request: FastAPI reads the same bytes
+    if not body:
+        return None
+    try:
+        strict_loads(body, what="the JSON body")
+    except DuplicateKeyError as exc:
+        error = {"loc": ["body", *(_clip_loc(part) for part in exc.path)][:10], "msg": _clip(str(exc)),
+                 "type": "json_duplicate_key"}
+        return _json_error(422, [error])
+    except (ValueError, RecursionError):  # not JSON, too deep: FastAPI answers as it always has
+        return None
+    return None
+
+
 class StrictQueryRoute(APIRoute):
-    """An API route that refuses query parameters it does not declare (a typo never silently does nothing) and
-    answers an unexpected exception with a generic JSON 500 (the details go to the log, never to the client)."""
+    """An API route that refuses query parameters it does not declare (a typo never silently does nothing) and a
+    JSON body that repeats a key (:func:`repeated_key_error`), and answers an unexpected exception with a generic
+    JSON 500 (the details go to the log, never to the client)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         fields = _query_fields(self.dependant)
         allowed = {field.alias for field in fields}
         single = {field.alias for field in fields if not _is_sequence(field)}
+        takes_body = self.body_field is not None
 
         async def strict_handler(request: Request) -> Response:
             params = request.query_params
@@ -134,6 +157,10 @@ class StrictQueryRoute(APIRoute):
             repeated = sorted(name for name in single if len(params.getlist(name)) > 1)
             if repeated:
                 return _json_error(422, f"query parameter(s) {repeated} given more than once; give each once")
+            if takes_body:
+                refused = await repeated_key_error(request)
+                if refused is not None:
+                    return refused
             try:
                 return await handler(request)
             except (StarletteHTTPException, RequestValidationError):

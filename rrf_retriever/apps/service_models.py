@@ -4,7 +4,7 @@ re-exports them: import them from there.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Union
 
 try:
     from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -91,8 +91,11 @@ class SearchRequest(BaseModel):
     q: Optional[_Text] = Field(None, description="The query text (or give `query`).")  # noqa: UP045
     query: Optional[_Text] = Field(None, description="Same as `q`.")  # noqa: UP045
     top_k: Optional[_Count] = Field(None, description="Results (default: topK).")  # noqa: UP045
-    filter: Optional[dict[str, Any]] = Field(  # noqa: UP045
-        None, description='The filter language: {"session_id": [1, 2], "lang": "en"}; [] matches nothing.')
+    # A string or a list is no filter of ours: it reaches the parser, which names the dialect (Milvus, Elasticsearch).
+    filter: Optional[Union[dict[str, Any], str, list[Any]]] = Field(  # noqa: UP007, UP045
+        None, description='The filter language: {"session_id": [1, 2], "lang": "en"}; [] matches nothing. Another '
+                          "store's dialect (Qdrant, Elasticsearch, Weaviate JSON, a Milvus expression) is a 422 "
+                          "naming it.")
     exclude_ids: Optional[Annotated[list[_Id], Field(max_length=_MAX_EXCLUDE_IDS)]] = Field(  # noqa: UP045
         None, description="Ids never to return.")
     weights: Optional[dict[str, _Weight]] = Field(  # noqa: UP045
@@ -110,10 +113,13 @@ class SearchRequest(BaseModel):
     rerank: Optional[bool] = Field(  # noqa: UP045
         None, description="false: skip the reranker the server was started with (serve --reranker) this call.")
     rerank_k: Optional[int] = Field(None, description="Candidates the reranker sees (default max(2*top_k, 20)).")  # noqa: UP045
-    dense_paths: Optional[dict[str, Optional[dict[str, Any]]]] = Field(  # noqa: UP045
+    dense_paths: Optional[dict[str, Optional[Union[dict[str, Any], str, list[Any]]]]] = Field(  # noqa: UP007, UP045
         None, description='Extra dense legs over the dense store, each with its own filter instead of `filter` '
                           '(null: unfiltered): {"dense_all": null}. Weighted by weights[name].')
     expand_limit: Optional[int] = Field(None, description="At most this many 1-hop neighbours (default top_k).")  # noqa: UP045
+    fetch_k: Optional[int] = Field(  # noqa: UP045
+        None, description="Hits each leg fetches this call, the candidates diversity re-orders (default "
+                          "max(2*top_k, 40); top_k to 10000).")
 
     @model_validator(mode="after")
     def _one_query(self) -> SearchRequest:

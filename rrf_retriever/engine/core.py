@@ -345,9 +345,10 @@ class HybridEngine(SharedHandle):
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
-        *, vectors: Vectors | None = None,
+        *, vectors: Vectors | None = None, chunk_size: int | None = None,
     ) -> list[str]:
-        """Upsert documents into every store with the same ids; all or nothing across stores, per chunk of 10,000.
+        """Upsert documents into every store with the same ids; all or nothing across stores, per chunk of 10,000
+        (or of ``chunk_size``, when smaller: LangChain's ``batch_size``).
 
         Texts are embedded once per distinct embedding model BEFORE anything of their chunk is written;
         ``vectors``, one per text embedded by the caller (a LlamaIndex ``embed_model``; lists or a 2-D array), go to
@@ -365,7 +366,7 @@ class HybridEngine(SharedHandle):
         """
         with self._writes.lock:
             self._check_open()
-            return self._writes.add(ids, texts, metadatas, vectors)
+            return self._writes.add(ids, texts, metadatas, vectors, chunk_size)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store; if one store fails the others get the documents back."""
@@ -378,12 +379,12 @@ class HybridEngine(SharedHandle):
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
-        *, vectors: Vectors | None = None,
+        *, vectors: Vectors | None = None, chunk_size: int | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add` (runs in a worker thread: writes are serialised anyway)."""
         import asyncio
 
-        return await asyncio.to_thread(self.add, ids, texts, metadatas, vectors=vectors)
+        return await asyncio.to_thread(self.add, ids, texts, metadatas, vectors=vectors, chunk_size=chunk_size)
 
     async def adelete(self, ids: Sequence[str]) -> None:
         """Async twin of :meth:`delete`."""

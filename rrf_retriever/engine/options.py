@@ -108,6 +108,12 @@ class SearchOptions:
     expand_limit: int | None = field(default=None, metadata=_meta(
         lambda n: check_top_k(n, "expand_limit"),
         "At most this many 1-hop neighbours (default ``top_k``), with the engine's ``expand`` / ``links_key``."))
+    fetch_k: int | None = field(default=None, metadata=_meta(
+        lambda n: check_top_k(n, "fetch_k"),
+        "Hits each leg fetches for this call (the candidate depth: Qdrant's prefetch ``limit``, Elasticsearch's "
+        "``rank_window_size``), 1 to ``MAX_TOP_K`` (10,000) and not below ``top_k``; also the candidates the "
+        "diversity stage (MMR) re-orders, as LangChain's ``fetch_k``. None: the settings' (``max(2 * top_k, 40)`` "
+        "unless ``fetch_k`` is set)."))
 
     def __post_init__(self) -> None:
         values = vars(self)
@@ -116,6 +122,11 @@ class SearchOptions:
             if value is None and default is None:
                 continue  # not given
             values[name] = check(value)  # into the instance dict: frozen refuses setattr, object.__setattr__ is slower
+        fetch_k, top_k = values["fetch_k"], values["top_k"]
+        if fetch_k is not None and top_k is not None and fetch_k < top_k:  # below the settings' top_k: raised to it
+            msg = (f"fetch_k ({fetch_k}) is below top_k ({top_k}): each leg must fetch at least top_k hits; raise "
+                   "fetch_k or leave it out")
+            raise InvalidArgumentError(msg)
 
     @property
     def scope(self) -> tuple[NormalizedFilter | None, frozenset[str]]:

@@ -63,7 +63,8 @@ class Query:
         options: The call's options with the settings' values where they defer to them
             (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`): what the stages read.
         top_k, flt, excl: ``options.top_k`` and the normalized scope, which every leg reads.
-        fetch_k: Hits each leg fetches (for ``top_k``, whatever the offset: pages slice one list).
+        fetch_k: Hits each leg fetches (the call's ``fetch_k``, else the settings' for ``top_k``; whatever the
+            offset: pages slice one list).
     """
 
     text: str
@@ -150,7 +151,8 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
     paths = path_legs(legs, resolved.dense_paths or {})
     weights = _weights(legs, settings, resolved.weights, [name for name, _ in paths])
     all_legs = {**legs, **dict(paths)}
-    fetch_k = settings.effective_fetch_k(top_k)  # not the offset: every page slices the list fused at one depth
+    # not the offset: every page slices the list fused at one depth; a call's fetch_k, never below top_k
+    fetch_k = settings.effective_fetch_k(top_k) if resolved.fetch_k is None else max(resolved.fetch_k, top_k)
     q = Query(text, settings, resolved, top_k, fetch_k, weights, flt, excl, tuple(all_legs))
     for name, leg in all_legs.items():
         weight = weights[name]

@@ -175,9 +175,11 @@ class WriteUnit:
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         vectors: Vectors | None = None,
+        chunk_size: int | None = None,
     ) -> list[str]:
         """Upsert documents into every writable leg, all or nothing per chunk of :attr:`chunk_size` (the whole
-        batch when it is no larger). Returns the ids written.
+        batch when it is no larger; a call's ``chunk_size`` makes the chunks smaller, never larger). Returns the ids
+        written.
 
         ``vectors`` (one per text, embedded by the caller: lists or a 2-D array) go to every dense leg instead of
         embedding the texts.
@@ -200,7 +202,8 @@ class WriteUnit:
         if vectors is not None and len(vectors) != len(id_list):
             msg = f"vectors has {len(vectors)} entries for {len(id_list)} document(s); give one vector per text"
             raise InvalidArgumentError(msg)
-        total, size = len(id_list), self.chunk_size
+        total = len(id_list)
+        size = self.chunk_size if chunk_size is None else min(self.chunk_size, check_int(chunk_size, "chunk_size", 1))
         if total <= size:
             with self.lock:
                 self._add_chunk(id_list, text_list, meta_list, vectors, _Chunk(0, total, total, size))

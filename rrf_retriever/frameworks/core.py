@@ -286,14 +286,14 @@ class RetrieverCore:
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
         *,
-        show_progress: bool | None = None,
+        show_progress: bool | None = None, chunk_size: int | None = None,
     ) -> list[str]:
-        """Add (upsert) texts to every store with the same ids; all stores or none. Returns the ids.
-        ``show_progress``: True draws every progress bar of this write, False none (default: see
-        :mod:`rrf_retriever.progress`)."""
+        """Add (upsert) texts to every store with the same ids; all stores or none (per chunk of ``chunk_size``
+        when given). Returns the ids. ``show_progress``: True draws every progress bar of this write, False none
+        (default: see :mod:`rrf_retriever.progress`)."""
         text_list, id_list = texts_and_ids(texts, ids, metadatas)
         with progress_shown(show_progress):
-            return self.engine.add(id_list, text_list, metadatas)
+            return self.engine.add(id_list, text_list, metadatas, chunk_size=chunk_size)
 
     async def aadd_texts(
         self,
@@ -301,27 +301,27 @@ class RetrieverCore:
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         ids: Sequence[str] | None = None,
         *,
-        show_progress: bool | None = None,
+        show_progress: bool | None = None, chunk_size: int | None = None,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
         text_list, id_list = texts_and_ids(texts, ids, metadatas)
         with progress_shown(show_progress):
-            return await self.engine.aadd(id_list, text_list, metadatas)
+            return await self.engine.aadd(id_list, text_list, metadatas, chunk_size=chunk_size)
 
     def add_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
-                      show_progress: bool | None = None) -> list[str]:
+                      show_progress: bool | None = None, chunk_size: int | None = None) -> list[str]:
         """Add LangChain ``Document`` s or LlamaIndex nodes; their own ids are kept (new UUIDs where missing).
-        ``show_progress``: as for :meth:`add_texts`."""
+        ``show_progress``, ``chunk_size``: as for :meth:`add_texts`."""
         with progress_shown(show_progress):
-            written = self.engine.add(*self._document_batch(documents, ids))
+            written = self.engine.add(*self._document_batch(documents, ids), chunk_size=chunk_size)
         self._keep_objects(documents)
         return written
 
     async def aadd_documents(self, documents: Sequence[Any], ids: Sequence[str] | None = None, *,
-                             show_progress: bool | None = None) -> list[str]:
+                             show_progress: bool | None = None, chunk_size: int | None = None) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         with progress_shown(show_progress):
-            written = await self.engine.aadd(*self._document_batch(documents, ids))
+            written = await self.engine.aadd(*self._document_batch(documents, ids), chunk_size=chunk_size)
         self._keep_objects(documents)
         return written
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever import strict_json
 from rrf_retriever.analysis.analyzer import Analyzer, saved_config
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import IndexDirectoryError, InvalidArgumentError, RRFRetrieverError
@@ -95,7 +96,10 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         msg = f"no index at {root}: {MANIFEST_FILE} is missing (build one with `rrf-retriever index`)"
         raise IndexDirectoryError(msg)
     try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        manifest = strict_json.loads(manifest_file.read_text(encoding="utf-8"), what=MANIFEST_FILE)
+    except strict_json.DuplicateKeyError as exc:  # which of the two values is the index's? neither is guessed
+        msg = f"corrupt index at {root}: {exc}"
+        raise IndexDirectoryError(msg) from exc
     except (OSError, ValueError) as exc:  # UnicodeDecodeError, JSONDecodeError, a number past 4,300 digits
         msg = f"corrupt index at {root}: {MANIFEST_FILE} is not valid JSON ({exc})"
         raise IndexDirectoryError(msg) from exc

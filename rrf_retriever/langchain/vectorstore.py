@@ -19,7 +19,11 @@ Decisions (the contract, each guarded by a test):
   code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` thresholds the
   normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
 * ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
-  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
+  over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda, ``fetch_k`` the candidates (each
+  leg's depth for the call: ``search_kwargs={"k": 5, "fetch_k": 50}`` as LangChain's docstring has it). The
+  ``_by_vector`` twins run the same stage over the dense legs, with the vector given and no text.
+* ``batch_size`` (``add_texts``, ``add_documents``; LangChain's ``index()`` passes it) bounds each all-or-nothing
+  write, so ``langchain_core.indexing.index`` and ``aindex`` write through this store.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
   name (:mod:`rrf_retriever.scope.dialects`).
 * :meth:`RRFVectorStore.get_by_filter` lists the documents a filter matches (``get_by_ids`` by metadata), sorted
@@ -55,6 +59,7 @@ from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit, Record
+from rrf_retriever.validate import check_int
 
 try:
     from langchain_core.documents import Document
@@ -74,6 +79,12 @@ def _no_extra(kwargs: dict[str, Any], method: str) -> None:
     if kwargs:
         msg = f"unknown argument(s) {sorted(kwargs)} for RRFVectorStore.{method}"
         raise InvalidArgumentError(msg)
+
+
+def _batch_size(kwargs: dict[str, Any]) -> int | None:
+    """LangChain's ``batch_size`` (popped from ``kwargs``): None, or a positive integer (our error otherwise)."""
+    batch = kwargs.pop("batch_size", None)
+    return None if batch is None else check_int(batch, "batch_size", 1)
 
 
 class RRFVectorStore(VectorStore):
@@ -159,36 +170,43 @@ class RRFVectorStore(VectorStore):
         self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        """Upsert texts into every store (all or none); returns the ids."""
-        show = kwargs.pop("show_progress", self._show_progress)
+        """Upsert texts into every store (all or none); returns the ids. ``batch_size`` (what LangChain's
+        ``index()`` passes; langchain-qdrant's 64): at most this many documents per all-or-nothing write, the batch
+        written in consecutive writes (validated whole first; a failing write leaves the earlier ones written, as
+        the store's 10,000-document chunks do). None (default): the store's chunks of 10,000."""
+        show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "add_texts")
         text_list = list(texts)
         return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
-                                        show_progress=show)
+                                        show_progress=show, chunk_size=batch)
 
     async def aadd_texts(
         self, texts: Iterable[str], metadatas: list[dict[Any, Any]] | None = None, *, ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
-        show = kwargs.pop("show_progress", self._show_progress)
+        show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "aadd_texts")
         text_list = list(texts)
         return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
-                                               show_progress=show)
+                                               show_progress=show, chunk_size=batch)
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content."""
+        """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content.
+        ``batch_size``: as :meth:`add_texts` (so ``langchain_core.indexing.index`` writes through this store)."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        batch = _batch_size(kwargs)
         _no_extra(kwargs, "add_documents")
-        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show)
+        return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show,
+                                            chunk_size=batch)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        batch = _batch_size(kwargs)
         _no_extra(kwargs, "aadd_documents")
         return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids),
-                                                   show_progress=show)
+                                                   show_progress=show, chunk_size=batch)
 
     @staticmethod
     def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:
@@ -291,31 +309,58 @@ class RRFVectorStore(VectorStore):
         return await self.asimilarity_search_with_score(query, k, **kwargs)
 
     def max_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        self, query: str, k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5, filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         """Hybrid search, then MMR over the fused candidates' stored dense vectors (our ``diversity`` stage, with
-        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). The candidates are the fused
-        list of the legs' fetch depth (``retriever.settings.effective_fetch_k(k)``: 40 or more); a larger
-        ``fetch_k`` here is refused (raise it with ``retriever.update_settings(fetch_k=...)``), never silently
-        not honoured."""
-        self._check_fetch_k(fetch_k, k)
-        return self.similarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+        ``lambda_mult`` as its lambda: 1.0 = the fused order, 0.0 = the most diverse). ``fetch_k``: how many
+        candidates MMR chooses from, as LangChain means it: the legs fetch that many each and MMR re-orders the
+        first ``fetch_k`` of the fused list (from ``k`` to 10,000; None, the default here: the engine's depth,
+        ``max(2 * k, 40)`` unless the settings' ``fetch_k`` is set)."""
+        return self.similarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
     async def amax_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, filter: Any = None,
+        self, query: str, k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5, filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search`."""
-        self._check_fetch_k(fetch_k, k)
-        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
+        return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
-    def _check_fetch_k(self, fetch_k: int, k: int) -> None:
-        legs_fetch = self.retriever.settings.effective_fetch_k(k)
-        if fetch_k > legs_fetch:
-            msg = (f"fetch_k={fetch_k} is more than the {legs_fetch} candidates each leg fetches; raise it with "
-                   f"store.retriever.update_settings(fetch_k={fetch_k})")
+    def max_marginal_relevance_search_by_vector(
+        self, embedding: Sequence[float], k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5,
+        filter: Any = None, **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search` with a query vector you embedded and no text: the same diversity
+        stage over the dense legs' candidates (no keyword to match), the query embedding skipped. The same as
+        ``max_marginal_relevance_search("", query_vector=embedding, ...)``; ``kwargs``: the search options.
+
+        Relevance is the stage's: the fused score over the best candidate's (rank-based), where LangChain's
+        ``maximal_marginal_relevance`` (``InMemoryVectorStore``'s) takes the cosine to the query; the two choose
+        alike at ``lambda_mult`` 1.0 (the dense order) and 0.0 (the top one, then novelty alone). ``lambda_mult`` is
+        LangChain's (1.0 = relevance); langchain-qdrant 1.1 hands it to Qdrant's MMR as ``diversity``, the other
+        way round."""
+        options = self._vector_query(embedding, kwargs, "max_marginal_relevance_search_by_vector")
+        return self.max_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
+
+    async def amax_marginal_relevance_search_by_vector(
+        self, embedding: Sequence[float], k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5,
+        filter: Any = None, **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of :meth:`max_marginal_relevance_search_by_vector` (native, no thread)."""
+        options = self._vector_query(embedding, kwargs, "amax_marginal_relevance_search_by_vector")
+        return await self.amax_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
+
+    @staticmethod
+    def _depth(fetch_k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The search options with LangChain's ``fetch_k`` as the call's candidate depth (None: not given)."""
+        return kwargs if fetch_k is None else {**kwargs, "fetch_k": fetch_k}
+
+    @staticmethod
+    def _vector_query(embedding: Sequence[float], kwargs: dict[str, Any], method: str) -> dict[str, Any]:
+        if "query_vector" in kwargs:
+            msg = f"RRFVectorStore.{method} takes the query vector as its embedding, not also as query_vector"
             raise InvalidArgumentError(msg)
+        return {**kwargs, "query_vector": embedding}
 
     @staticmethod
     def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,10 @@ Modes (``VectorStoreQuery.mode``):
 * ``hybrid``: both, fused by weighted RRF. ``alpha`` is LlamaIndex's "0 for bm25, 1 for vector search": the dense
   weight is ``alpha``, the keyword weight ``1 - alpha`` (so 0 and 1 switch a leg off: the zero-weight guard, it is
   not even queried); ``alpha=None`` keeps the store's weights (default dense 1, keyword 1.25);
-* ``mmr``: the dense leg, diversified (MMR lambda ``mmr_threshold``, default 0.5) over the stored vectors.
+* ``mmr``: the dense leg, diversified (MMR lambda ``mmr_threshold``, default 0.5) over the stored vectors;
+  ``as_retriever(vector_store_query_mode="mmr", vector_store_kwargs={"mmr_threshold": 0.2})`` as for
+  ``SimpleVectorStore``. ``vector_store_kwargs={"fetch_k": 100}``: the candidates each leg fetches (and MMR
+  re-orders) per query. Any other ``vector_store_kwargs`` key is refused by name.
 
 ``node_ids`` restricts a query to those nodes (the other stored nodes are excluded, at most
 :data:`NODE_IDS_MAX_OTHERS` of them). ``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore:
@@ -92,6 +95,16 @@ class _GivenVectors(BaseEmbeddingAdapter):
         msg = ("RRFVectorStore embeds nothing: LlamaIndex's embed_model gives the node embeddings (add) and the "
                "query embedding (VectorStoreQuery.query_embedding)")
         raise EmbeddingError(msg)
+
+
+def _mmr_lambda(on_query: float | None, given: Any) -> Any:
+    """Mode ``mmr``'s lambda: ``vector_store_kwargs["mmr_threshold"]`` (how ``VectorIndexRetriever`` passes it, and
+    ``SimpleVectorStore`` reads it), else ``VectorStoreQuery.mmr_threshold``, else 0.5 (its default); checked by the
+    search options as ``diversity``."""
+    if given is not None and on_query is not None and given != on_query:
+        msg = f"mmr_threshold given twice and different ({given} in the kwargs, {on_query} on the query)"
+        raise InvalidArgumentError(msg)
+    return given if given is not None else 0.5 if on_query is None else on_query
 
 
 class RRFVectorStore(BasePydanticVectorStore):
@@ -242,25 +255,38 @@ class RRFVectorStore(BasePydanticVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities`` in [0, 1].
 
+        ``kwargs`` (LlamaIndex's ``vector_store_kwargs``): ``mmr_threshold``, the MMR lambda of mode ``mmr`` as
+        ``SimpleVectorStore`` takes it (0: the most diverse, 1: relevance only; default
+        ``query.mmr_threshold``, else 0.5), and ``fetch_k``, the candidates each leg fetches (and MMR re-orders)
+        for this query. Any other keyword is refused, never silently dropped.
+
         Raises:
             InvalidArgumentError: a mode we do not run (``svm``, ``semantic_hybrid``, ...), ``node_ids`` with more
                 than :data:`NODE_IDS_MAX_OTHERS` other nodes stored, a dense
-                mode without ``query_embedding``, ``alpha`` outside [0, 1].
+                mode without ``query_embedding``, ``alpha`` outside [0, 1], a keyword we do not know,
+                ``mmr_threshold`` outside mode ``mmr`` or unlike ``query.mmr_threshold``.
         """
-        text, options = self._options(query)
+        text, options = self._options(query, kwargs)
         return self._result(self._retriever.search(text, **options))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of :meth:`query` (the legs run as asyncio tasks)."""
-        text, options = self._options(query)
+        text, options = self._options(query, kwargs)
         return self._result(await self._retriever.asearch(text, **options))
 
-    def _options(self, query: VectorStoreQuery) -> tuple[str, dict[str, Any]]:
+    def _options(self, query: VectorStoreQuery, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         mode = VectorStoreQueryMode(query.mode)
         if mode not in _DENSE_ONLY | _KEYWORD_ONLY | {VectorStoreQueryMode.HYBRID}:
             msg = f"RRFVectorStore does not run mode {mode.value!r}; use default, sparse, text_search, hybrid or mmr"
             raise InvalidArgumentError(msg)
+        unknown = sorted(set(kwargs) - {"mmr_threshold", "fetch_k"})
+        if unknown:
+            msg = (f"unknown argument(s) {unknown} for RRFVectorStore.query (vector_store_kwargs); accepted: "
+                   "['fetch_k', 'mmr_threshold']")
+            raise InvalidArgumentError(msg)
         options: dict[str, Any] = {"top_k": query.similarity_top_k}
+        if kwargs.get("fetch_k") is not None:
+            options["fetch_k"] = kwargs["fetch_k"]
         if query.node_ids:
             options["exclude_ids"] = self._others(check_ids(query.node_ids, "node_ids"))
         if mode in _KEYWORD_ONLY:
@@ -273,7 +299,10 @@ class RRFVectorStore(BasePydanticVectorStore):
         if mode in _DENSE_ONLY:
             options["weights"] = {"keyword": 0.0}
         if mode is VectorStoreQueryMode.MMR:
-            options["diversity"] = 0.5 if query.mmr_threshold is None else query.mmr_threshold
+            options["diversity"] = _mmr_lambda(query.mmr_threshold, kwargs.get("mmr_threshold"))
+        elif kwargs.get("mmr_threshold") is not None:
+            msg = f"mmr_threshold is the MMR lambda of vector_store_query_mode='mmr', not of mode {mode.value!r}"
+            raise InvalidArgumentError(msg)
         if mode is VectorStoreQueryMode.HYBRID:
             if query.alpha is not None:
                 alpha = check_number(query.alpha, "alpha", high=1.0)

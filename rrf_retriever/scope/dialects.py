@@ -6,6 +6,14 @@ Mongo-style language (:mod:`rrf_retriever.scope.parse`), unchanged when it alrea
 never read as field names (``{"path": [...], "operator": "Equal"}`` would otherwise match nothing, silently): it is
 an :class:`~rrf_retriever.errors.InvalidFilterError` that names the dialect and says what to pass instead.
 
+:func:`refuse_foreign` is what every filter door (the parser, so the engine, the stores and the service) runs
+first: the JSON forms of Qdrant (``must`` / ``should`` / ``must_not`` / ``min_should`` with conditions), of
+Elasticsearch (``bool`` / ``term`` / ``terms`` / ``range`` / ``match`` clauses), of Weaviate (``path``,
+``operator``, ``valueText``...), Milvus expression strings and those stores' filter objects, each refused by name.
+Only the dialect's SHAPE is refused, never a key's name: ``{"must": "x"}`` or ``{"path": ["a", "b"]}`` is a field
+called ``must`` or ``path``, as before; each shape refused is one our language refuses anyway, but for
+Weaviate's (``path`` + one of its operators + a typed ``value*`` key).
+
 Example:
     >>> from_dialect({"and": [{"year": {"gte": 2020}}, {"genre": {"in": ["sf", "noir"]}}]})
     {'$and': [{'year': {'$gte': 2020}}, {'genre': {'$in': ['sf', 'noir']}}]}
@@ -15,12 +23,13 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from rrf_retriever.errors import InvalidFilterError
 
-__all__ = ["PGVECTOR_OPERATORS", "from_dialect"]
+__all__ = ["PGVECTOR_OPERATORS", "from_dialect", "refuse_foreign"]
 
 #: PGVector's bare comparison operators (langchain_community's ``PGVectorTranslator``) and ours they become.
 PGVECTOR_OPERATORS = {op: f"${op}" for op in ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin")}
@@ -40,7 +49,8 @@ def _refuse(dialect: str, hint: str = "") -> InvalidFilterError:
 
 def _is_weaviate(spec: Mapping[Any, Any]) -> bool:
     """Weaviate's operator name (``Equal``, ``And``, ...) with a path list, operands or a typed ``value*`` key."""
-    if spec.get("operator") not in _WEAVIATE_OPERATORS:
+    operator = spec.get("operator")  # a field named operator may hold a list: not hashable
+    if not isinstance(operator, str) or operator not in _WEAVIATE_OPERATORS:
         return False
     keys = {k for k in spec if isinstance(k, str)}
     typed = any(k.startswith("value") and k[5:6].isupper() for k in keys)  # valueText, valueInt, ...
@@ -134,3 +144,139 @@ def from_dialect(spec: object) -> object:
     if refused is not None:
         raise refused
     return _translate(spec, 0)
+
+
+# -- the JSON forms of the dialects, at the parser's door ---------------------------------------------------------
+
+_QDRANT_CLAUSES = ("must", "should", "must_not")
+#: The keys of a Qdrant condition in JSON (a field condition, a nested filter, has_id, is_empty, ...).
+_QDRANT_CONDITION = frozenset({
+    "key", "match", "range", "geo_bounding_box", "geo_radius", "geo_polygon", "values_count", "datetime_range",
+    "is_empty", "is_null", "has_id", "has_vector", "nested", "filter", "must", "should", "must_not", "min_should"})
+_QDRANT_FIELD = frozenset({"match", "range", "geo_bounding_box", "geo_radius", "geo_polygon", "values_count",
+                           "datetime_range"})
+_QDRANT = "a Qdrant filter in JSON (must / should / must_not conditions)"
+_MILVUS = re.compile(r"==|!=|<=|>=|[<>]|\bin\s*\[|\bnot\s+in\b|\blike\b|&&|\|\|")
+_OBJECTS = (("qdrant_client", "a Qdrant filter model (qdrant_client.models)"),
+            ("weaviate", "a Weaviate filter object"),
+            ("elasticsearch", "an Elasticsearch query object"),
+            ("pymilvus", "a Milvus expression object"))
+_WALK_LIMIT = 10_000
+#: The keys a mapping of some dialect holds at least one of (a mapping with none of them is not looked at further).
+_WORDS = frozenset({*_QDRANT_CLAUSES, "min_should", "key", "operator", *_ELASTIC_KEYS})
+
+
+def _is_plain(value: object) -> bool:
+    """A non-empty mapping none of whose keys is one of our operators (which start with ``$``)."""
+    return isinstance(value, Mapping) and bool(value) and not any(
+        isinstance(k, str) and k.startswith("$") for k in value)
+
+
+def _is_qdrant_condition(value: object) -> bool:
+    """A JSON Qdrant condition: a plain mapping (:func:`_is_plain`) holding one of Qdrant's condition keys."""
+    return isinstance(value, Mapping) and _is_plain(value) and any(k in _QDRANT_CONDITION for k in value)
+
+
+def _is_qdrant(spec: Mapping[Any, Any]) -> bool:
+    """``{"must": [{"key": ..., "match": ...}]}``, ``{"min_should": {"conditions": [...], "min_count": 1}}``, a lone
+    field condition ``{"key": "genre", "match": {"value": "sf"}}``: never a field named ``must`` with a value."""
+    for clause in _QDRANT_CLAUSES:
+        value = spec.get(clause)
+        if _is_qdrant_condition(value) or (isinstance(value, list) and any(isinstance(v, Mapping) for v in value)):
+            return True
+    least = spec.get("min_should")
+    if isinstance(least, Mapping) and isinstance(least.get("conditions"), list):
+        return True
+    return isinstance(spec.get("key"), str) and any(_is_plain(spec.get(k)) for k in _QDRANT_FIELD)
+
+
+def _is_weaviate_json(spec: Mapping[Any, Any]) -> bool:
+    """Weaviate's where filter: one of its operators with ``operands`` (a list of filters), or with ``path`` and a
+    typed ``value*`` key (``valueText``, ``valueInt``, ...). ``path`` and ``operator`` alone stay field names."""
+    operator = spec.get("operator")
+    if not isinstance(operator, str) or operator not in _WEAVIATE_OPERATORS:
+        return False
+    operands = spec.get("operands")
+    if isinstance(operands, list) and operands and all(isinstance(o, Mapping) for o in operands):
+        return True
+    typed = any(isinstance(k, str) and k.startswith("value") and k[5:6].isupper() for k in spec)
+    return typed and "path" in spec
+
+
+def _is_elastic_json(spec: Mapping[Any, Any]) -> bool:
+    """An Elasticsearch clause under any key of the mapping (``{"bool": {"must": [...]}}``, ``{"term": {"x": 1}}``):
+    a mapping value holding a key that is none of our operators (ours start with ``$``; PGVector's stay the
+    parser's to name)."""
+    ops = set(PGVECTOR_OPERATORS) | set(_PGVECTOR_REFUSED)
+    for key in _ELASTIC_KEYS:
+        value = spec.get(key)
+        if isinstance(value, Mapping) and value and not all(
+                isinstance(k, str) and (k.startswith("$") or k in ops) for k in value):
+            return True
+    return False
+
+
+def _dialect_of(spec: object) -> InvalidFilterError | None:
+    """The error naming the dialect ``spec`` (one filter, not its sub-filters) is written in, or None."""
+    if type(spec) is dict:  # the common case first: a mapping without a dialect's word is looked at no further
+        if spec.keys().isdisjoint(_WORDS):
+            return None
+    else:
+        package = type(spec).__module__.split(".")[0]
+        for prefix, dialect in _OBJECTS:
+            if package == prefix:
+                qdrant = prefix == "qdrant_client"
+                return _refuse(dialect, ("Qdrant models are compiled by our stores from our language: " if qdrant
+                                         else "") + _OURS)
+    if isinstance(spec, str):
+        if _MILVUS.search(spec):
+            return _refuse("a Milvus boolean expression", "expression strings are not parsed: " + _OURS)
+        return _refuse("a filter written as a string", "a filter is a mapping, not a string: " + _OURS)
+    if not isinstance(spec, Mapping):
+        return None
+    if _is_qdrant(spec):
+        return _refuse(_QDRANT, "Qdrant's filters are compiled by our stores from our language: " + _OURS)
+    if _is_weaviate_json(spec):
+        return _refuse("a Weaviate where filter ({'path': [...], 'operator': 'Equal', 'valueText': ...})")
+    if _is_elastic_json(spec):
+        return _refuse("an Elasticsearch query (bool / term / terms / range / match clauses)")
+    return None
+
+
+def refuse_foreign(spec: object) -> None:
+    """Refuse a filter written in another store's dialect, naming it; return for anything else (ours included).
+
+    Looks at the filter and at the filters inside its ``$and`` / ``$or`` / ``$not`` (a bounded walk: a hostile
+    filter is the parser's to refuse by its own limits). A list of clauses given as the filter is named by its
+    first foreign element.
+
+    Raises:
+        InvalidFilterError: the JSON form of a Qdrant, Elasticsearch or Weaviate filter, a Milvus expression (or
+            any string), or a Qdrant / Weaviate / Elasticsearch / Milvus filter object; the message names the
+            dialect and shows ours.
+
+    Example:
+        >>> refuse_foreign({"must": "a field named must"})
+        >>> refuse_foreign({"must": [{"key": "lang", "match": {"value": "en"}}]})
+        Traceback (most recent call last):
+        ...
+        rrf_retriever.errors.InvalidFilterError: this looks like a Qdrant filter in JSON ...
+    """
+    stack: list[tuple[object, int]] = [(spec, 0)]
+    seen = 0
+    while stack and seen < _WALK_LIMIT:
+        node, depth = stack.pop()
+        seen += 1
+        if depth == 0 and isinstance(node, list):  # a list of clauses as the filter: the parser refuses lists
+            stack.extend((v, 1) for v in reversed(node[:_WALK_LIMIT]))
+            continue
+        refused = _dialect_of(node)
+        if refused is not None:
+            raise refused
+        if isinstance(node, Mapping) and depth < 64:
+            for op in ("$and", "$or"):
+                parts = node.get(op)
+                if isinstance(parts, list):
+                    stack.extend((p, depth + 1) for p in parts[:_WALK_LIMIT])
+            if "$not" in node:
+                stack.append((node["$not"], depth + 1))

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError
+from rrf_retriever.scope.dialects import refuse_foreign
 from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, FilterValue, Match, Not, Range
 from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_ids, check_unicode
 
@@ -271,6 +272,7 @@ def parse(spec: object) -> FilterNode:
         >>> parse({"b": 1, "a": ["x", "x"]})
         AllOf(parts=(Match(key='a', values=('x',)), Match(key='b', values=(1,))))
     """
+    refuse_foreign(spec)  # another store's dialect is named, never misread as field names
     return _parse(spec, _Budget(), 1)
 
 

@@ -9,12 +9,12 @@ Example:
 from __future__ import annotations
 
 import csv
-import json
 import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rrf_retriever import strict_json
 from rrf_retriever.errors import InvalidArgumentError
 
 __all__ = ["demo_eval_dir", "load_judged_queries"]
@@ -53,9 +53,9 @@ def load_judged_queries(path: str | os.PathLike[str] | None = None, split: str =
             qrels.setdefault(row[0], {})[row[1]] = int(row[2])
     queries: dict[str, dict[str, Any]] = {}
     with queries_file.open(encoding="utf-8") as fh:
-        for line in fh:
+        for line_no, line in enumerate(fh, 1):
             if line.strip():
-                row = json.loads(line)
+                row = strict_json.loads(line, what=f"{queries_file}:{line_no}")
                 qid = str(row["_id"])
                 if qid in qrels:
                     entry: dict[str, Any] = {"text": row["text"]}

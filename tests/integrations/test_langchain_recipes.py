@@ -166,6 +166,8 @@ def test_the_readme_recipes_run_as_written() -> None:
     doc, score = namespace["hits"][0]
     assert doc.metadata == {"team": "infra"} and "E42" in doc.page_content and 0.0 < score <= 1.0
     assert len(namespace["retriever"].invoke("E42")) == 2
+    assert len(namespace["diverse"].invoke("E42")) == 2
+    assert namespace["stats"] == {"num_added": 1, "num_updated": 0, "num_skipped": 0, "num_deleted": 0}
     assert [d.page_content for d in namespace["whole"]] == [namespace["notes"]]
     if find_spec("lark") is None:  # SelfQueryRetriever.from_llm parses the LLM's filter with lark
         with pytest.raises(ImportError, match="lark"):

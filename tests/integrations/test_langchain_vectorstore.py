@@ -101,7 +101,7 @@ def test_writes_deletes_and_get_by_ids(store: RRFVectorStore) -> None:
     assert store.delete(["n77", "given"]) is True and store.get_by_ids(["n77", "given"]) == []
     assert store.delete() is False  # nothing named, nothing deleted
     with pytest.raises(ValueError, match="unknown"):
-        store.add_texts(["y"], batch_size=3)
+        store.add_texts(["y"], batch_sise=3)  # a typo is refused (batch_size is accepted: LangChain's index())
 
 
 def test_embeddings_and_construction() -> None:
@@ -137,5 +137,5 @@ async def test_mmr_is_our_diversity_stage_over_the_hybrid_candidates() -> None:
                 .invoke("robots in space")] == diverse
         assert [d.id for d in await s.amax_marginal_relevance_search("robots in space", k=2, lambda_mult=0.0)] == (
             diverse)
-        with pytest.raises(ValueError, match="update_settings"):
-            s.max_marginal_relevance_search("robots", k=2, fetch_k=500)  # never silently fewer candidates
+        with pytest.raises(ValueError, match="fetch_k"):
+            s.max_marginal_relevance_search("robots", k=2, fetch_k=10_001)  # past the maximum: refused, named

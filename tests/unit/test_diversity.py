@@ -103,3 +103,42 @@ def test_the_pure_python_fallback_gives_the_numpy_order(monkeypatch: pytest.Monk
     with_numpy = [mmr_order(rel, vecs, lam) for lam in (0.0, 0.3, 0.7)]
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError: the pure loop runs
     assert [mmr_order(rel, vecs, lam) for lam in (0.0, 0.3, 0.7)] == with_numpy
+
+
+def test_a_negative_similarity_to_the_picked_counts_as_it_is() -> None:
+    """max over the picked of a cosine below 0 is that cosine, not 0 (as LangChain's and the formula's): an opposite
+    candidate is more novel than an orthogonal one (both were 0 before, the tie went to the earlier)."""
+    rel, vecs = [1.0, 0.9, 0.8], [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.2]]
+    assert mmr_order(rel, vecs, 0.0) == [0, 2, 1]
+    assert mmr_order(rel, vecs, 0.5) == [0, 2, 1]  # 0.4 + 0.5 * 0.98 beats 0.45 - 0
+
+
+def _reference(rel: list[float], vecs: list[list[float]], lam: float) -> list[int]:
+    """The module doc's formula, written plainly: S empty -> the most relevant; then the argmax of
+    lam * rel - (1 - lam) * max cosine to S; ties to the earlier."""
+    chosen: list[int] = []
+    while len(chosen) < len(rel):
+        rest = [i for i in range(len(rel)) if i not in chosen]
+        if not chosen:
+            chosen.append(max(rest, key=lambda i: (rel[i], -i)))
+            continue
+        chosen.append(max(rest, key=lambda i: (lam * rel[i] - (1 - lam) * max(cosine(vecs[i], vecs[j])
+                                                                                for j in chosen), -i)))
+    return chosen
+
+
+_nonzero = st.lists(st.integers(-4, 4), min_size=3, max_size=3).filter(any).map(lambda v: [float(x) for x in v])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(st.lists(st.integers(0, 8).map(float), min_size=n, max_size=n),
+                                                     st.lists(_nonzero, min_size=n, max_size=n))),
+       st.sampled_from([0.0, 0.25, 0.5, 0.75]))
+def test_the_order_is_the_formula_with_negative_similarities_too(pool: tuple[list[float], list], lam: float) -> None:
+    rel, vecs = pool
+    got, want = mmr_order(rel, vecs, lam), _reference(rel, vecs, lam)
+    scores = [lam * rel[i] - (1 - lam) * max((cosine(vecs[i], vecs[j]) for j in got[:p]), default=0.0)
+              for p, i in enumerate(got)]
+    best = [lam * rel[i] - (1 - lam) * max((cosine(vecs[i], vecs[j]) for j in want[:p]), default=0.0)
+            for p, i in enumerate(want)]
+    assert got == want or scores == pytest.approx(best)  # equal, or the same scores (a float tie read either way)
