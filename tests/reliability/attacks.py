@@ -578,10 +578,11 @@ def _check_symlink(rng: random.Random, tmp: Path, problems: Problems) -> int:
             problems.append(f"symlink: {len(records)} documents indexed for {files} files, the secret among them: "
                             f"{any(secret_word in r.text for r in records)}")
         client = _client(retriever.engine)
-        response = client.post("/search", json={"query": secret_word, "top_k": 10})
-        served = json.dumps(response.json().get("hits")) if response.status_code == 200 else ""
-        if response.status_code != 200 or secret_word in served:  # the answer echoes the query: its hits only
-            problems.append(f"symlink: the secret served over HTTP ({response.status_code})")
+        for response in (client.post("/search", json={"query": secret_word, "top_k": 10}),
+                         client.get("/search", params={"q": f"password {secret_word}"})):
+            served = json.dumps(response.json().get("hits")) if response.status_code == 200 else ""
+            if response.status_code != 200 or secret_word in served:  # the answer echoes the query: its hits only
+                problems.append(f"symlink: the secret served over HTTP ({response.status_code})")
         client.close()
     finally:
         retriever.close()
@@ -591,65 +592,81 @@ def _check_symlink(rng: random.Random, tmp: Path, problems: Problems) -> int:
 # ---- 12: wrong-typed arguments to the VectorStores -----------------------------------------------------------------
 
 
-def _junk(rng: random.Random) -> Any:
-    return rng.choice([None, 5, 3.5, "alpha", b"ab", {"a": 1}, object(), [None], True])
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _langchain_calls(rng: random.Random, q: str) -> list[Call]:
+    """LangChain ``RRFVectorStore`` methods with one wrong-typed argument each (values drawn per round)."""
+    vector = rng.choice(["alpha", None, 5, {"a": 1}, [None] * DIM, ["x"] * DIM, b"ab", [[0.1] * DIM]])
+
+    def count() -> Any:
+        return rng.choice(["20", 2.5, [3], {"k": 1}, b"3"])
+
+    return [
+        ("similarity_search_by_vector", ("alpha",), {}), ("similarity_search_by_vector", (None,), {}),
+        ("similarity_search_by_vector", (vector,), {}), ("max_marginal_relevance_search_by_vector", (vector,), {}),
+        ("max_marginal_relevance_search", (q,), {"fetch_k": "20"}),
+        ("max_marginal_relevance_search", (q,), {"k": count()}),
+        ("delete", (5,), {}), ("delete", ([rng.choice([5, None, b"x", 2.5])],), {}),
+        ("adelete", (rng.choice([5, 2.5, b"xy"]),), {}),
+        ("get_by_ids", (None,), {}), ("get_by_ids", (rng.choice([5, [5], [None], b"x"]),), {}),
+        ("add_texts", (None,), {}), ("add_texts", ([_text(rng)],), {"metadatas": rng.choice(["x", 5, [5], [[1]]])}),
+        ("add_texts", ([_text(rng)],), {"ids": [rng.choice([5, b"x", 2.5])]}),
+        ("aadd_texts", (rng.choice([None, 5, b"xy"]),), {}),
+        ("add_documents", ([_text(rng)],), {}), ("add_documents", (rng.choice([None, 5]),), {}),
+        ("similarity_search", (rng.choice([None, 5, b"ab", ["x"]]),), {}),
+        ("similarity_search", (q,), {"k": count()}), ("asimilarity_search", (q,), {"k": count()}),
+        ("similarity_search_with_score", (q,), {"k": count()}),
+        ("similarity_search_with_relevance_scores", (q,), {"k": count()}),
+    ]
+
+
+def _llama_index_calls(rng: random.Random, q: str) -> list[Call]:
+    """LlamaIndex ``RRFVectorStore`` methods with one wrong-typed argument each (values drawn per round)."""
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+
+    def ids() -> Any:
+        return rng.choice([5, 2.5, {"a": 1}, [None], b"x", [5]])
+
+    return [
+        ("add", (None,), {}), ("add", (_text(rng),), {}), ("add", ([rng.choice([None, 5, "x", {"a": 1}])],), {}),
+        ("async_add", (rng.choice([None, 5]),), {}),
+        ("delete", (rng.choice([5, 2.5, [1], b"x"]),), {}),
+        ("delete_nodes", (ids(),), {}), ("get_nodes", (ids(),), {}), ("aget_nodes", (ids(),), {}),
+        ("query", (None,), {}), ("query", (q,), {}), ("aquery", (rng.choice([None, 5]),), {}),
+        ("query", (VectorStoreQuery(query_embedding=[0.1] * DIM, similarity_top_k=rng.choice([-1, 10**9])),), {}),
+    ]
+
+
+def _attack_methods(problems: Problems, where: str, store: Any, engine: Any, ids: list[str],
+                    calls: list[Call]) -> int:
+    """Call each method with its wrong arguments: our error, and the store as it was."""
+    for name, args, kwargs in calls:
+        what = f"{where} {name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
+        method = getattr(store, name)
+        before = _snapshot(engine, ids)
+        if asyncio.iscoroutinefunction(method):
+            _refused(problems, what, partial(asyncio.run, method(*args, **kwargs)))
+        else:
+            _refused(problems, what, partial(method, *args, **kwargs))
+        _unchanged(problems, what, engine, ids, before)
+    return len(calls)
 
 
 def _check_wrong_types(rng: random.Random, tmp: Path, problems: Problems) -> int:
-    from llama_index.core.vector_stores.types import VectorStoreQuery
-
     from rrf_retriever.langchain import RRFVectorStore as LangChainStore
 
     ids = [f"w{i}" for i in range(8)]
     q = _text(rng, 2)
-    not_vector = rng.choice(["alpha", None, 5, {"a": 1}, [None] * DIM, ["x"] * DIM, b"ab", [[0.1] * DIM]])
-    not_int = rng.choice(["20", 2.5, [3], {"k": 1}, b"3"])
-    lc: Any = LangChainStore(HashingEmbedding(DIM), analyzer="english")  # Any: it is called with wrong types
+    lc = LangChainStore(HashingEmbedding(DIM), analyzer="english")
     lc.add_texts([_text(rng) for _ in ids], ids=ids)
-    lc_calls: list[tuple[str, Callable[[], Any]]] = [
-        ("similarity_search_by_vector('alpha')", lambda: lc.similarity_search_by_vector("alpha")),
-        ("similarity_search_by_vector(None)", lambda: lc.similarity_search_by_vector(None)),
-        (f"similarity_search_by_vector({not_vector!r})", lambda: lc.similarity_search_by_vector(not_vector)),
-        ("max_marginal_relevance_search(fetch_k='20')",
-         lambda: lc.max_marginal_relevance_search(q, fetch_k="20")),
-        (f"max_marginal_relevance_search(k={not_int!r})", lambda: lc.max_marginal_relevance_search(q, k=not_int)),
-        ("delete(5)", lambda: lc.delete(5)),
-        ("get_by_ids(None)", lambda: lc.get_by_ids(None)),
-        ("add_texts(None)", lambda: lc.add_texts(None)),
-        (f"similarity_search({_junk(rng)!r})", lambda: lc.similarity_search(rng.choice([None, 5, b"ab", ["x"]]))),
-        (f"similarity_search(k={not_int!r})", lambda: lc.similarity_search(q, k=not_int)),
-        (f"similarity_search_with_score(k={not_int!r})", lambda: lc.similarity_search_with_score(q, k=not_int)),
-        ("add_texts(metadatas='x')", lambda: lc.add_texts(["x"], metadatas="x")),
-        ("add_texts(ids=[5])", lambda: lc.add_texts(["x"], ids=[rng.choice([5, None, b"x"])])),
-        ("add_documents(['text'])", lambda: lc.add_documents([_text(rng)])),
-        (f"delete({_junk(rng)!r} items)", lambda: lc.delete([rng.choice([5, None, b"x", 2.5])])),
-    ]
-    checked = 0
-    for what, call in rng.sample(lc_calls, len(lc_calls)):
-        before = _snapshot(lc.retriever.engine, ids)
-        _refused(problems, f"LangChain {what}", call)
-        _unchanged(problems, f"LangChain {what}", lc.retriever.engine, ids, before)
-        checked += 1
+    calls = _langchain_calls(rng, q)
+    checked = _attack_methods(problems, "LangChain", lc, lc.retriever.engine, ids, rng.sample(calls, len(calls)))
     lc.close()
-    li: Any = _llama_store()
+    li = _llama_store()
     li.add(_nodes(rng, ids))
-    li_calls: list[tuple[str, Callable[[], Any]]] = [
-        ("add(None)", lambda: li.add(None)),
-        ("add('text')", lambda: li.add(_text(rng))),
-        (f"add([{_junk(rng)!r}])", lambda: li.add([rng.choice([None, 5, "x", {"a": 1}])])),
-        ("delete(5)", lambda: li.delete(5)),
-        (f"delete_nodes({not_int!r})", lambda: li.delete_nodes(rng.choice([5, 2.5, {"a": 1}, [None]]))),
-        (f"get_nodes({not_int!r})", lambda: li.get_nodes(rng.choice([5, 2.5, {"a": 1}, [None]]))),
-        ("query(None)", lambda: li.query(None)),
-        ("query('text')", lambda: li.query(q)),
-        (f"query(similarity_top_k={not_int!r})", lambda: li.query(VectorStoreQuery(
-            query_embedding=[0.1] * DIM, similarity_top_k=rng.choice([-1, 0, 10**9])))),
-    ]
-    for what, call in rng.sample(li_calls, len(li_calls)):
-        before = _snapshot(li.client.engine, ids)
-        _refused(problems, f"LlamaIndex {what}", call)
-        _unchanged(problems, f"LlamaIndex {what}", li.client.engine, ids, before)
-        checked += 1
+    calls = _llama_index_calls(rng, q)
+    checked += _attack_methods(problems, "LlamaIndex", li, li.client.engine, ids, rng.sample(calls, len(calls)))
     li.close()
     return checked
 
@@ -675,14 +692,18 @@ def _dialect_filters(rng: random.Random) -> list[tuple[str, Any]]:
 
 
 def _check_dialects(rng: random.Random, tmp: Path, problems: Problems) -> int:
+    from rrf_retriever.langchain import RRFVectorStore as LangChainStore
+
     ids = [f"f{i}" for i in range(30)]
     metas = [{"must": rng.choice(["a", "b", 1]), "path": rng.choice(["x/y", "z"]), "n": i % 3} for i in range(30)]
     retriever = EnsembleRRFRetriever.from_texts(["token deploy note"] * len(ids), HashingEmbedding(DIM), ids=ids,
                                                 metadatas=metas, analyzer="english")
     client = _client(retriever.engine)
+    lc = LangChainStore(retriever=retriever)
     checked = 0
     for dialect, flt in _dialect_filters(rng):
-        for what, search in (("invoke", retriever.invoke), ("engine search", retriever.engine.search)):
+        for what, search in (("invoke", retriever.invoke), ("engine search", retriever.engine.search),
+                             ("LangChain similarity_search", lc.similarity_search)):
             exc = _refused(problems, f"{dialect} filter {flt!r} ({what})", partial(search, "token", filter=flt),
                            InvalidFilterError)
             checked += 1
