@@ -40,23 +40,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.errors import InvalidArgumentError, missing_dependency
 from rrf_retriever.frameworks.building import detected_analyzer, record_detection
 from rrf_retriever.frameworks.core import RetrieverCore
-from rrf_retriever.frameworks.results import content_ids
+from rrf_retriever.frameworks.results import content_ids, document_list
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.retriever import LangChainRRFRetriever
+from rrf_retriever.langchain.vectorstore_doors import CheckedVectorStore
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit
+from rrf_retriever.validate import check_ids, check_list, check_number, check_top_k
+from rrf_retriever.vectors import to_float_vector
 
 try:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
-    from langchain_core.vectorstores import VectorStore
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("langchain-core", "langchain", "rrf_retriever.langchain") from exc
 
@@ -73,7 +76,7 @@ def _no_extra(kwargs: dict[str, Any], method: str) -> None:
         raise InvalidArgumentError(msg)
 
 
-class RRFVectorStore(VectorStore):
+class RRFVectorStore(CheckedVectorStore):
     """A LangChain ``VectorStore`` whose searches are hybrid (dense + keyword, fused by weighted RRF).
 
     Args:
@@ -136,9 +139,9 @@ class RRFVectorStore(VectorStore):
     ) -> RRFVectorStore:
         """Build the embedded default stack around ``embedding`` and index ``texts`` (ids: given, else derived
         from the text and metadata, so a re-run upserts). ``kwargs``: see the class."""
-        found = None
+        found, texts = None, check_list(texts, "texts", "strings")  # before anything is built
         if texts and kwargs.get("analyzer") is None:  # the keyword analyzer of the corpus's language
-            kwargs["analyzer"], found = detected_analyzer(list(texts), analyzer=None, keyword=kwargs.get("keyword"),
+            kwargs["analyzer"], found = detected_analyzer(texts, analyzer=None, keyword=kwargs.get("keyword"),
                                                           path=kwargs.get("path"), url=kwargs.get("url"))
         store = cls(embedding, **kwargs)
         if texts:
@@ -159,7 +162,7 @@ class RRFVectorStore(VectorStore):
         """Upsert texts into every store (all or none); returns the ids."""
         show = kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "add_texts")
-        text_list = list(texts)
+        text_list = check_list(texts, "texts", "strings")
         return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
                                         show_progress=show)
 
@@ -170,7 +173,7 @@ class RRFVectorStore(VectorStore):
         """Async twin of :meth:`add_texts`."""
         show = kwargs.pop("show_progress", self._show_progress)
         _no_extra(kwargs, "aadd_texts")
-        text_list = list(texts)
+        text_list = check_list(texts, "texts", "strings")
         return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
                                                show_progress=show)
 
@@ -189,22 +192,26 @@ class RRFVectorStore(VectorStore):
 
     @staticmethod
     def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:
-        if ids is None or all(i is None for i in ids):
+        given = None if ids is None else check_list(ids, "ids", "ids")
+        if given is None or all(i is None for i in given):
             return None
-        if len(ids) != size or any(i is None for i in ids):
-            msg = f"ids must give one id per text ({size}), got {len(ids)} with None among them or a length mismatch"
+        if len(given) != size or any(i is None for i in given):
+            msg = f"ids must give one id per text ({size}), got {len(given)} with None among them or a length mismatch"
             raise InvalidArgumentError(msg)
-        return [str(i) for i in ids]
+        return given  # each id is checked by the engine (a string: an int is refused, not made one)
 
     @staticmethod
     def _document_ids(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str] | None:
         if ids is None:
             return None  # each Document.id, else derived (the core does it)
-        if len(ids) != len(documents):
-            msg = f"ids must give one id per document ({len(documents)}), got {len(ids)}"
+        given, documents = check_list(ids, "ids", "ids"), document_list(documents)
+        if len(given) != len(documents):
+            msg = f"ids must give one id per document ({len(documents)}), got {len(given)}"
             raise InvalidArgumentError(msg)
+        if not all(isinstance(d, Document) for d in documents):
+            return given  # the core refuses what is not a Document, naming it
         derived = content_ids([d.page_content for d in documents], [d.metadata for d in documents])
-        return [str(i) if i is not None else d.id or c for i, d, c in zip(ids, documents, derived)]  # a gap: its own
+        return [i if i is not None else d.id or c for i, d, c in zip(given, documents, derived)]  # a gap: its own
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete ids from every store (all or none; a missing id is not an error). ``ids=None`` deletes nothing
@@ -212,7 +219,7 @@ class RRFVectorStore(VectorStore):
         _no_extra(kwargs, "delete")
         if ids is None:
             return False
-        self.retriever.delete(list(ids))
+        self.retriever.delete(check_ids(ids))
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -220,13 +227,13 @@ class RRFVectorStore(VectorStore):
         _no_extra(kwargs, "adelete")
         if ids is None:
             return False
-        await self.retriever.adelete(list(ids))
+        await self.retriever.adelete(check_ids(ids))
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Stored documents by id (missing ids skipped; order as asked)."""
         return [Document(id=r.id, page_content=r.text, metadata=dict(r.metadata))
-                for r in self.retriever.get_by_ids(list(ids))]
+                for r in self.retriever.get_by_ids(check_ids(ids))]
 
     # ---- reads --------------------------------------------------------------------------------------
 
@@ -274,7 +281,7 @@ class RRFVectorStore(VectorStore):
         list of the legs' fetch depth (``retriever.settings.effective_fetch_k(k)``: 40 or more); a larger
         ``fetch_k`` here is refused (raise it with ``retriever.update_settings(fetch_k=...)``), never silently
         not honoured."""
-        self._check_fetch_k(fetch_k, k)
+        self._check_mmr(fetch_k, k, lambda_mult)
         return self.similarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
 
     async def amax_marginal_relevance_search(
@@ -282,10 +289,12 @@ class RRFVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search`."""
-        self._check_fetch_k(fetch_k, k)
+        self._check_mmr(fetch_k, k, lambda_mult)
         return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **kwargs)
 
-    def _check_fetch_k(self, fetch_k: int, k: int) -> None:
+    def _check_mmr(self, fetch_k: int, k: int, lambda_mult: float) -> None:
+        k, fetch_k = check_top_k(k, "k"), check_top_k(fetch_k, "fetch_k")
+        check_number(lambda_mult, "lambda_mult", high=1.0)
         legs_fetch = self.retriever.settings.effective_fetch_k(k)
         if fetch_k > legs_fetch:
             msg = (f"fetch_k={fetch_k} is more than the {legs_fetch} candidates each leg fetches; raise it with "
@@ -294,7 +303,7 @@ class RRFVectorStore(VectorStore):
 
     @staticmethod
     def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        options = {**kwargs, "top_k": k}
+        options = {**kwargs, "top_k": check_top_k(k, "k")}
         if flt is not None:
             options["filter"] = flt
         return options
@@ -308,7 +317,7 @@ class RRFVectorStore(VectorStore):
         engine = self.retriever.engine
         engine.get([])  # the engine's own door: closed, or used across a fork, is its error, not a store's
         leg = engine.legs[main_dense_leg(engine.legs)]
-        vector = [float(x) for x in embedding]
+        vector, k = to_float_vector(embedding, "embedding"), check_top_k(k, "k")
         leg.check_query_vector(vector)
         flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked
         return [_document(h) for h in leg.search("", vector, k, flt, frozenset())]
@@ -325,7 +334,9 @@ class RRFVectorStore(VectorStore):
             >>> store.as_hybrid_retriever(k=1).invoke("E42")[0].metadata["rrf_ranks"]
             {'dense': 1, 'keyword': 1}
         """
-        return self.retriever.scoped(**search_kwargs)
+        retriever = self.retriever.scoped(**search_kwargs)
+        SearchOptions.from_kwargs(**{k: v for k, v in retriever.search_kwargs.items() if k != "reranker"})  # now
+        return retriever
 
     def close(self) -> None:
         """Release the engine's stores, files and locks (shared with ``retriever`` and its copies)."""

@@ -48,7 +48,7 @@ from typing import Any
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter
 from rrf_retriever.engine import StoreLeg
-from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, missing_dependency
+from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, refresh_manifest
 from rrf_retriever.llama_index.filters import from_llama_index
 from rrf_retriever.llama_index.nodes import index_objects, node_batch, stored_node, to_node_with_score
@@ -58,7 +58,8 @@ from rrf_retriever.progress import check_show_progress, progress_shown
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
 from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import SearchResult
-from rrf_retriever.validate import check_ids, check_number
+from rrf_retriever.validate import check_ids, check_number, check_str, check_top_k, shown
+from rrf_retriever.vectors import to_float_vector
 
 try:
     from llama_index.core.schema import BaseNode, IndexNode, TextNode
@@ -235,11 +236,15 @@ class RRFVectorStore(BasePydanticVectorStore):
         return self._result(await self._retriever.asearch(text, **options))
 
     def _options(self, query: VectorStoreQuery) -> tuple[str, dict[str, Any]]:
-        mode = VectorStoreQueryMode(query.mode)
+        if not isinstance(query, VectorStoreQuery):
+            msg = f"query must be a LlamaIndex VectorStoreQuery, not {type(query).__name__}"
+            raise InvalidTypeError(msg)
+        mode = next((m for m in VectorStoreQueryMode if query.mode in (m, m.value)), None)
         if mode not in _DENSE_ONLY | _KEYWORD_ONLY | {VectorStoreQueryMode.HYBRID}:
-            msg = f"RRFVectorStore does not run mode {mode.value!r}; use default, sparse, text_search, hybrid or mmr"
+            given = shown(getattr(query.mode, "value", query.mode))
+            msg = f"RRFVectorStore does not run mode {given}; use default, sparse, text_search, hybrid or mmr"
             raise InvalidArgumentError(msg)
-        options: dict[str, Any] = {"top_k": query.similarity_top_k}
+        options: dict[str, Any] = {"top_k": check_top_k(query.similarity_top_k, "similarity_top_k")}
         if query.node_ids:
             options["exclude_ids"] = self._others(check_ids(query.node_ids, "node_ids"))
         if mode in _KEYWORD_ONLY:
@@ -248,7 +253,7 @@ class RRFVectorStore(BasePydanticVectorStore):
             if query.query_embedding is None:
                 msg = f"mode {mode.value!r} needs the query_embedding (LlamaIndex's embed_model computes it)"
                 raise InvalidArgumentError(msg)
-            options["query_vector"] = list(query.query_embedding)
+            options["query_vector"] = to_float_vector(query.query_embedding, "query_embedding")
         if mode in _DENSE_ONLY:
             options["weights"] = {"keyword": 0.0}
         if mode is VectorStoreQueryMode.MMR:
@@ -258,7 +263,7 @@ class RRFVectorStore(BasePydanticVectorStore):
                 alpha = check_number(query.alpha, "alpha", high=1.0)
                 options["weights"] = {"dense": alpha, "keyword": 1.0 - alpha}
             if query.hybrid_top_k is not None:
-                options["top_k"] = query.hybrid_top_k
+                options["top_k"] = check_top_k(query.hybrid_top_k, "hybrid_top_k")
         parts: list[FilterNode] = []
         if query.filters is not None:
             parts.append(from_llama_index(query.filters))
@@ -266,7 +271,7 @@ class RRFVectorStore(BasePydanticVectorStore):
             parts.append(Match(REF_DOC_ID_KEY, tuple(check_ids(query.doc_ids, "doc_ids"))))
         if parts:
             options["filter"] = parts[0] if len(parts) == 1 else AllOf(tuple(parts))
-        return query.query_str or "", options
+        return "" if query.query_str is None else check_str(query.query_str, "query_str"), options
 
     def _others(self, node_ids: list[str]) -> list[str]:
         """The stored ids outside ``node_ids`` (what a query restricted to them excludes)."""
