@@ -14,8 +14,9 @@ Modes (``VectorStoreQuery.mode``):
 * ``mmr``: the dense leg, diversified (MMR lambda ``mmr_threshold``, default 0.5) over the stored vectors.
 
 ``node_ids`` restricts a query to those nodes (the other stored nodes are excluded, at most
-:data:`NODE_IDS_MAX_OTHERS` of them). ``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore:
-over a store that keeps the text (this one, Qdrant's) those are its ``IndexNode`` s only, so an index of
+:data:`NODE_IDS_MAX_OTHERS` of them; ``node_ids`` itself may hold any number of ids).
+``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore: over a store that keeps the text (this
+one, Qdrant's) those are its ``IndexNode`` s only, so an index of
 ``IndexNode`` s (recursive retrieval) searches them all, while an index mixing text nodes and ``IndexNode`` s searches
 the ``IndexNode`` s only, as LlamaIndex asks; build it with ``store_nodes_override=True`` to search every node.
 An ``IndexNode``'s ``obj`` that is not a node is kept in memory by the store (not on disk) and set on the nodes a
@@ -81,6 +82,13 @@ NODE_IDS_MAX_OTHERS = 10_000
 
 _DENSE_ONLY = {VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR}
 _KEYWORD_ONLY = {VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH}
+
+
+def _too_many_others(kept: int) -> InvalidArgumentError:
+    msg = (f"node_ids restricts the query to {kept} node(s) by excluding the others, and more than "
+           f"{NODE_IDS_MAX_OTHERS} others are stored; filter on metadata (filters=, doc_ids=) instead, or "
+           "build the VectorStoreIndex with store_nodes_override=True (its retrievers then name every node)")
+    return InvalidArgumentError(msg)
 
 
 class _GivenVectors(BaseEmbeddingAdapter):
@@ -274,18 +282,19 @@ class RRFVectorStore(BasePydanticVectorStore):
         return "" if query.query_str is None else check_str(query.query_str, "query_str"), options
 
     def _others(self, node_ids: list[str]) -> list[str]:
-        """The stored ids outside ``node_ids`` (what a query restricted to them excludes)."""
+        """The stored ids outside ``node_ids`` (what a query restricted to them excludes), for any number of
+        ``node_ids``. A store is listed only when its count leaves room for at most :data:`NODE_IDS_MAX_OTHERS`
+        others (else at least that many are not in ``node_ids``: refused before listing), so the listing holds at
+        most ``len(node_ids) + NODE_IDS_MAX_OTHERS`` ids: bounded by the caller's own list."""
         keep = set(node_ids)
         others: set[str] = set()
         for leg in self._retriever.engine.legs.values():
             if isinstance(leg, StoreLeg) and isinstance(leg.store, IdsMatching):
-                listed = leg.store.ids_matching(None, limit=len(keep) + NODE_IDS_MAX_OTHERS + 1)
-                others.update(i for i in listed if i not in keep)
+                if leg.count() - len(keep) > NODE_IDS_MAX_OTHERS:  # so many stored ids at least are others
+                    raise _too_many_others(len(keep))
+                others.update(i for i in leg.store.ids_matching(None) if i not in keep)
         if len(others) > NODE_IDS_MAX_OTHERS:
-            msg = (f"node_ids restricts the query to {len(keep)} node(s) by excluding the others, and more than "
-                   f"{NODE_IDS_MAX_OTHERS} others are stored; filter on metadata (filters=, doc_ids=) instead, or "
-                   "build the VectorStoreIndex with store_nodes_override=True (its retrievers then name every node)")
-            raise InvalidArgumentError(msg)
+            raise _too_many_others(len(keep))
         return sorted(others)
 
     def _result(self, result: SearchResult) -> VectorStoreQueryResult:
