@@ -211,7 +211,7 @@ class RetrieverCore:
                 for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        embedding = resolve_embedding(embedding, kwargs)
+        embedding, texts = resolve_embedding(embedding, kwargs), check_list(texts, "texts", "strings")  # read once
         chosen, found = detected_analyzer(texts, analyzer=as_analyzer(analyzer), keyword=keyword, path=path, url=url)
 
         def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry
@@ -254,7 +254,7 @@ class RetrieverCore:
     def from_documents(cls, documents: Sequence[Any], embedding: Any = None, *, show_progress: bool | None = None,
                        **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
-        found = documents_analyzer(documents, lambda d: cls._document_parts(d)[1], kwargs)
+        found = documents_analyzer(documents := document_list(documents), lambda d: cls._document_parts(d)[1], kwargs)
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
             retriever.add_documents(documents, show_progress=show_progress)

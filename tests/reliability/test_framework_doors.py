@@ -235,3 +235,16 @@ def test_the_retriever_refuses_a_string_for_ids_too() -> None:
             call()
     assert sorted(r.id for r in retriever.get_by_ids([*IDS, "x", "y"])) == sorted(IDS)
     retriever.close()
+
+
+def test_from_texts_and_from_documents_read_a_generator_once() -> None:
+    # Before: from_texts detected the language on the generator, then indexed what was left of it (nothing), and
+    # from_documents asked a generator for its len() (a bare TypeError).
+    texts = ["Der Hund ist nicht im Haus.", "Die Katze ist auch nicht im Garten."]
+    by_texts = EnsembleRRFRetriever.from_texts((t for t in texts), EMBED, ids=iter(["a", "b"]))
+    by_documents = EnsembleRRFRetriever.from_documents((Document(id=i, page_content=t) for i, t in zip("ab", texts)),
+                                                       EMBED)
+    for retriever in (by_texts, by_documents):
+        assert [(r.id, r.text) for r in retriever.get_by_ids(["a", "b"])] == list(zip("ab", texts))
+        assert retriever.corpus_language == "german"
+        retriever.close()
