@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery
@@ -248,3 +250,27 @@ def test_from_texts_and_from_documents_read_a_generator_once() -> None:
         assert [(r.id, r.text) for r in retriever.get_by_ids(["a", "b"])] == list(zip("ab", texts))
         assert retriever.corpus_language == "german"
         retriever.close()
+
+
+#: One value where a list belongs: a string, bytes, or a mapping (whose iteration gives letters, byte values, keys).
+ONE_VALUE = st.one_of(st.text(min_size=1, max_size=12), st.binary(min_size=1, max_size=12),
+                      st.dictionaries(st.text(min_size=1, max_size=4), st.integers(), min_size=1, max_size=3))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=ONE_VALUE)
+def test_one_value_where_a_list_belongs_is_refused_by_every_list_door(
+    langchain_store: LangChainStore, llama_index_store: LlamaIndexStore, value: Any
+) -> None:
+    lc, li = langchain_store, llama_index_store
+    lc_state, li_state = _stored(lc.retriever.engine), _stored(li.client.engine)
+    doors: list[Callable[[], Any]] = [
+        lambda: lc.delete(value), lambda: lc.get_by_ids(value), lambda: lc.add_texts(value),
+        lambda: lc.add_texts(["x"] * 12, ids=value), lambda: li.delete_nodes(value), lambda: li.get_nodes(value),
+        lambda: li.query(_q(node_ids=value)), lambda: li.query(_q(doc_ids=value)),
+    ]
+    for door in doors:
+        with pytest.raises(InvalidTypeError):
+            door()
+    assert _stored(lc.retriever.engine) == lc_state
+    assert _stored(li.client.engine) == li_state
