@@ -334,8 +334,8 @@ class RRFVectorStore(CheckedVectorStore):
             >>> store.as_hybrid_retriever(k=1).invoke("E42")[0].metadata["rrf_ranks"]
             {'dense': 1, 'keyword': 1}
         """
-        retriever = self.retriever.scoped(**search_kwargs)
-        SearchOptions.from_kwargs(**{k: v for k, v in retriever.search_kwargs.items() if k != "reranker"})  # now
+        retriever = self.retriever.scoped(**search_kwargs)  # checks the names; the values here, not at the 1st query:
+        SearchOptions.from_kwargs(**{k: v for k, v in retriever.search_kwargs.items() if k != "reranker"})
         return retriever
 
     def close(self) -> None:

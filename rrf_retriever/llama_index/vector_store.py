@@ -234,6 +234,8 @@ class RRFVectorStore(BasePydanticVectorStore):
             InvalidArgumentError: a mode we do not run (``svm``, ``semantic_hybrid``, ...), ``node_ids`` with more
                 than :data:`NODE_IDS_MAX_OTHERS` other nodes stored, a dense
                 mode without ``query_embedding``, ``alpha`` outside [0, 1].
+            InvalidTypeError: ``query`` is not a ``VectorStoreQuery``, or one of its fields has the wrong type (a
+                string for ``node_ids``, ``query_embedding`` or ``similarity_top_k``, ...); the message names it.
         """
         text, options = self._options(query)
         return self._result(self._retriever.search(text, **options))
