@@ -36,6 +36,7 @@ __all__ = [
     "check_ids",
     "check_int",
     "check_limit",
+    "check_list",
     "check_mapping",
     "check_number",
     "check_query",
@@ -173,7 +174,8 @@ def check_id(doc_id: object, *, field_name: str = "id") -> str:
 
 
 def check_ids(ids: object, field_name: str = "ids") -> list[str]:
-    """Document ids (any iterable but a single string), each checked by :func:`check_id`, duplicates dropped.
+    """Document ids (any iterable but a single string, bytes or a mapping: :func:`check_list`), each checked by
+    :func:`check_id`, duplicates dropped.
 
     Example:
         >>> check_ids(("a", "b", "a"))
@@ -181,10 +183,26 @@ def check_ids(ids: object, field_name: str = "ids") -> list[str]:
     """
     if type(ids) is CheckedList:  # the ids of a checked batch: unique, each checked
         return ids
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        msg = f"{field_name} must be a list of ids, not {type(ids).__name__}"
+    return list(dict.fromkeys(check_id(i, field_name=field_name) for i in check_list(ids, field_name, "ids")))
+
+
+def check_list(value: object, name: str, what: str) -> list[Any]:
+    """Caller input that is a list of values, as a list: any iterable but one value that iterates (a string,
+    bytes or a mapping, which ``list()`` would split into characters, byte values or keys), or our TypeError naming
+    the argument.
+
+    Example:
+        >>> check_list(("a", "b"), "ids", "ids")
+        ['a', 'b']
+        >>> check_list("ab", "ids", "ids")
+        Traceback (most recent call last):
+        ...
+        rrf_retriever.errors.InvalidTypeError: ids must be a list of ids, not str
+    """
+    if isinstance(value, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(value, Iterable):
+        msg = f"{name} must be a list of {what}, not {type(value).__name__}"
         raise InvalidTypeError(msg)
-    return list(dict.fromkeys(check_id(i, field_name=field_name) for i in ids))
+    return list(value)
 
 
 def check_mapping(value: object, name: str, what: str) -> Mapping[Any, Any]:

@@ -41,7 +41,7 @@ from typing import Any
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.analysis.detect_words import FUNCTION_WORDS, HINT_LETTERS, SCRIPT_LANGUAGES, script_of
 from rrf_retriever.analysis.languages import normalize
-from rrf_retriever.validate import check_int
+from rrf_retriever.validate import check_int, check_list
 
 __all__ = ["DEFAULT_SAMPLE", "LanguageDetection", "detect_language", "language_of_text", "sample_texts"]
 
@@ -214,7 +214,7 @@ def detect_language(texts: Iterable[Any], *, sample: int = DEFAULT_SAMPLE) -> La
         >>> detect_language(["ok", "12"]).reason
         'no text has 3 letters or more: the default analyzer (English)'
     """
-    seq = texts if isinstance(texts, Sequence) and not isinstance(texts, str) else list(texts)
+    seq = texts if isinstance(texts, (list, tuple)) else check_list(texts, "texts", "strings")  # not a str's letters
     votes = [language_of_text(t) for t in sample_texts(seq, sample)]
     votes = [v for v in votes if v[0] is not None]
     if not votes:

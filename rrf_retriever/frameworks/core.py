@@ -34,13 +34,13 @@ from rrf_retriever.frameworks.building import (
 )
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
-from rrf_retriever.frameworks.results import check_id_key, content_ids, texts_and_ids
+from rrf_retriever.frameworks.results import check_id_key, content_ids, document_list, texts_and_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
 from rrf_retriever.index.manifest import refresh_manifest
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import progress_shown
 from rrf_retriever.types import Record, SearchResult
-from rrf_retriever.validate import check_mapping
+from rrf_retriever.validate import check_list, check_mapping
 
 __all__ = ["SEARCH_KWARGS", "RetrieverCore", "check_search_kwargs"]
 
@@ -211,7 +211,7 @@ class RetrieverCore:
                 for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
             **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
         """
-        embedding = resolve_embedding(embedding, kwargs, cls._sides)
+        embedding, texts = resolve_embedding(embedding, kwargs, cls._sides), check_list(texts, "texts", "strings")
         chosen, found = detected_analyzer(texts, analyzer=as_analyzer(analyzer), keyword=keyword, path=path, url=url)
 
         def opening() -> Any:  # a fresh copy of kwargs each time: open_once may retry
@@ -254,7 +254,7 @@ class RetrieverCore:
     def from_documents(cls, documents: Sequence[Any], embedding: Any = None, *, show_progress: bool | None = None,
                        **kwargs: Any) -> Any:
         """Like :meth:`from_texts`, from LangChain ``Document`` s or LlamaIndex nodes / ``Document`` s."""
-        found = documents_analyzer(documents, lambda d: cls._document_parts(d)[1], kwargs)
+        found = documents_analyzer(documents := document_list(documents), lambda d: cls._document_parts(d)[1], kwargs)
         retriever = cls.from_texts([], embedding, **kwargs)
         if documents:
             retriever.add_documents(documents, show_progress=show_progress)
@@ -266,9 +266,9 @@ class RetrieverCore:
     def _document_batch(
         self, documents: Sequence[Any], ids: Sequence[str] | None
     ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-        parts = [self._document_parts(d) for d in documents]
+        parts = [self._document_parts(d) for d in document_list(documents)]
         derived = content_ids([p[1] for p in parts], [p[2] for p in parts])
-        given = list(ids) if ids is not None else [p[0] or d for p, d in zip(parts, derived)]
+        given = check_list(ids, "ids", "ids") if ids is not None else [p[0] or d for p, d in zip(parts, derived)]
         return given, [p[1] for p in parts], [p[2] for p in parts]
 
     @classmethod

@@ -26,13 +26,14 @@ from typing import Any
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.types import FusedHit
-from rrf_retriever.validate import RESERVED_METADATA_PREFIX, check_str
+from rrf_retriever.validate import RESERVED_METADATA_PREFIX, check_list, check_str
 
 __all__ = [
     "RRF_METADATA_KEYS",
     "check_id_key",
     "content_id",
     "content_ids",
+    "document_list",
     "identity_metadata",
     "is_scoring_key",
     "reranker_score",
@@ -142,17 +143,29 @@ def reranker_score(value: object, position: int, total: int) -> float:
     return float(total - position)
 
 
+def document_list(documents: object) -> list[Any]:
+    """The documents of a write as a list: one ``Document`` or node alone (not in a list) is refused, as are a
+    string and a mapping (:func:`~rrf_retriever.validate.check_list`); each element is checked where it is read.
+
+    Example:
+        >>> document_list(iter([1, 2]))
+        [1, 2]
+    """
+    if hasattr(documents, "page_content") or hasattr(documents, "node_id"):  # a LangChain Document, a node
+        msg = f"documents must be a list of documents, not one {type(documents).__name__}"
+        raise InvalidTypeError(msg)
+    return check_list(documents, "documents", "documents")
+
+
 def texts_and_ids(
     texts: Sequence[str], ids: Sequence[str] | None, metadatas: Sequence[Mapping[str, Any] | None] | None
 ) -> tuple[list[str], list[str]]:
-    """The texts of a write as a list and their ids: the ones given, else :func:`content_ids`.
+    """The texts of a write as a list and their ids: the ones given, else :func:`content_ids` (a single string,
+    bytes or a mapping for either is refused: :func:`~rrf_retriever.validate.check_list`).
 
     Example:
         >>> texts_and_ids(["a"], ["x"], None)
         (['a'], ['x'])
     """
-    if isinstance(texts, str):
-        msg = "texts must be a list of strings, not a single string"
-        raise InvalidTypeError(msg)
-    text_list = list(texts)
-    return text_list, list(ids) if ids is not None else content_ids(text_list, metadatas)
+    text_list = check_list(texts, "texts", "strings")
+    return text_list, check_list(ids, "ids", "ids") if ids is not None else content_ids(text_list, metadatas)

@@ -46,25 +46,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.errors import InvalidArgumentError, missing_dependency
 from rrf_retriever.frameworks.building import detected_analyzer, record_detection
 from rrf_retriever.frameworks.core import RetrieverCore
 from rrf_retriever.frameworks.listing import listed
-from rrf_retriever.frameworks.results import content_ids
+from rrf_retriever.frameworks.results import content_ids, document_list
 from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
 from rrf_retriever.langchain.retriever import LangChainRRFRetriever
+from rrf_retriever.langchain.vectorstore_doors import CheckedVectorStore
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.types import FusedHit, Hit, Record
-from rrf_retriever.validate import check_int
+from rrf_retriever.validate import check_ids, check_int, check_list, check_number, check_top_k
+from rrf_retriever.vectors import to_float_vector
 
 try:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
-    from langchain_core.vectorstores import VectorStore
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_dependency("langchain-core", "langchain", "rrf_retriever.langchain") from exc
 
@@ -87,7 +89,7 @@ def _batch_size(kwargs: dict[str, Any]) -> int | None:
     return None if batch is None else check_int(batch, "batch_size", 1)
 
 
-class RRFVectorStore(VectorStore):
+class RRFVectorStore(CheckedVectorStore):
     """A LangChain ``VectorStore`` whose searches are hybrid (dense + keyword, fused by weighted RRF).
 
     Args:
@@ -150,9 +152,9 @@ class RRFVectorStore(VectorStore):
     ) -> RRFVectorStore:
         """Build the embedded default stack around ``embedding`` and index ``texts`` (ids: given, else derived
         from the text and metadata, so a re-run upserts). ``kwargs``: see the class."""
-        found = None
+        found, texts = None, check_list(texts, "texts", "strings")  # before anything is built
         if texts and kwargs.get("analyzer") is None:  # the keyword analyzer of the corpus's language
-            kwargs["analyzer"], found = detected_analyzer(list(texts), analyzer=None, keyword=kwargs.get("keyword"),
+            kwargs["analyzer"], found = detected_analyzer(texts, analyzer=None, keyword=kwargs.get("keyword"),
                                                           path=kwargs.get("path"), url=kwargs.get("url"))
         store = cls(embedding, **kwargs)
         if texts:
@@ -176,7 +178,7 @@ class RRFVectorStore(VectorStore):
         the store's 10,000-document chunks do). None (default): the store's chunks of 10,000."""
         show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "add_texts")
-        text_list = list(texts)
+        text_list = check_list(texts, "texts", "strings")
         return self.retriever.add_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
                                         show_progress=show, chunk_size=batch)
 
@@ -187,7 +189,7 @@ class RRFVectorStore(VectorStore):
         """Async twin of :meth:`add_texts`."""
         show, batch = kwargs.pop("show_progress", self._show_progress), _batch_size(kwargs)
         _no_extra(kwargs, "aadd_texts")
-        text_list = list(texts)
+        text_list = check_list(texts, "texts", "strings")
         return await self.retriever.aadd_texts(text_list, metadatas=metadatas, ids=self._ids(ids, len(text_list)),
                                                show_progress=show, chunk_size=batch)
 
@@ -210,22 +212,26 @@ class RRFVectorStore(VectorStore):
 
     @staticmethod
     def _ids(ids: Sequence[str | None] | None, size: int) -> list[str] | None:
-        if ids is None or all(i is None for i in ids):
+        given = None if ids is None else check_list(ids, "ids", "ids")
+        if given is None or all(i is None for i in given):
             return None
-        if len(ids) != size or any(i is None for i in ids):
-            msg = f"ids must give one id per text ({size}), got {len(ids)} with None among them or a length mismatch"
+        if len(given) != size or any(i is None for i in given):
+            msg = f"ids must give one id per text ({size}), got {len(given)} with None among them or a length mismatch"
             raise InvalidArgumentError(msg)
-        return [str(i) for i in ids]
+        return given  # each id is checked by the engine (a string: an int is refused, not made one)
 
     @staticmethod
     def _document_ids(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str] | None:
         if ids is None:
             return None  # each Document.id, else derived (the core does it)
-        if len(ids) != len(documents):
-            msg = f"ids must give one id per document ({len(documents)}), got {len(ids)}"
+        given, documents = check_list(ids, "ids", "ids"), document_list(documents)
+        if len(given) != len(documents):
+            msg = f"ids must give one id per document ({len(documents)}), got {len(given)}"
             raise InvalidArgumentError(msg)
+        if not all(isinstance(d, Document) for d in documents):
+            return given  # the core refuses what is not a Document, naming it
         derived = content_ids([d.page_content for d in documents], [d.metadata for d in documents])
-        return [str(i) if i is not None else d.id or c for i, d, c in zip(ids, documents, derived)]  # a gap: its own
+        return [i if i is not None else d.id or c for i, d, c in zip(given, documents, derived)]  # a gap: its own
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete ids from every store (all or none; a missing id is not an error). ``ids=None`` deletes nothing
@@ -233,7 +239,7 @@ class RRFVectorStore(VectorStore):
         _no_extra(kwargs, "delete")
         if ids is None:
             return False
-        self.retriever.delete(list(ids))
+        self.retriever.delete(check_ids(ids))
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -241,13 +247,13 @@ class RRFVectorStore(VectorStore):
         _no_extra(kwargs, "adelete")
         if ids is None:
             return False
-        await self.retriever.adelete(list(ids))
+        await self.retriever.adelete(check_ids(ids))
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Stored documents by id (missing ids skipped; order as asked)."""
         return [Document(id=r.id, page_content=r.text, metadata=dict(r.metadata))
-                for r in self.retriever.get_by_ids(list(ids))]
+                for r in self.retriever.get_by_ids(check_ids(ids))]
 
     def get_by_filter(self, filter: Any = None, *, limit: int | None = None) -> list[Document]:
         """Stored documents whose metadata matches ``filter`` (as in :meth:`similarity_search`; None: every
@@ -317,6 +323,7 @@ class RRFVectorStore(VectorStore):
         candidates MMR chooses from, as LangChain means it: the legs fetch that many each and MMR re-orders the
         first ``fetch_k`` of the fused list (from ``k`` to 10,000; None, the default here: the engine's depth,
         ``max(2 * k, 40)`` unless the settings' ``fetch_k`` is set)."""
+        self._check_mmr(k, lambda_mult)
         return self.similarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
     async def amax_marginal_relevance_search(
@@ -324,6 +331,7 @@ class RRFVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search`."""
+        self._check_mmr(k, lambda_mult)
         return await self.asimilarity_search(query, k, filter, diversity=lambda_mult, **self._depth(fetch_k, kwargs))
 
     def max_marginal_relevance_search_by_vector(
@@ -351,6 +359,12 @@ class RRFVectorStore(VectorStore):
         return await self.amax_marginal_relevance_search("", k, fetch_k, lambda_mult, filter, **options)
 
     @staticmethod
+    def _check_mmr(k: int, lambda_mult: float) -> None:
+        """``k`` and ``lambda_mult`` at the door (``fetch_k`` is a search option: the engine's door checks it)."""
+        check_top_k(k, "k")
+        check_number(lambda_mult, "lambda_mult", high=1.0)
+
+    @staticmethod
     def _depth(fetch_k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The search options with LangChain's ``fetch_k`` as the call's candidate depth (None: not given)."""
         return kwargs if fetch_k is None else {**kwargs, "fetch_k": fetch_k}
@@ -360,11 +374,11 @@ class RRFVectorStore(VectorStore):
         if "query_vector" in kwargs:
             msg = f"RRFVectorStore.{method} takes the query vector as its embedding, not also as query_vector"
             raise InvalidArgumentError(msg)
-        return {**kwargs, "query_vector": embedding}
+        return {**kwargs, "query_vector": to_float_vector(embedding, "embedding")}  # named as the caller wrote it
 
     @staticmethod
     def _options(k: int, flt: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        options = {**kwargs, "top_k": k}
+        options = {**kwargs, "top_k": check_top_k(k, "k")}
         if flt is not None:
             options["filter"] = flt
         return options
@@ -378,7 +392,7 @@ class RRFVectorStore(VectorStore):
         engine = self.retriever.engine
         engine.get([])  # the engine's own door: closed, or used across a fork, is its error, not a store's
         leg = engine.legs[main_dense_leg(engine.legs)]
-        vector = [float(x) for x in embedding]
+        vector, k = to_float_vector(embedding, "embedding"), check_top_k(k, "k")
         leg.check_query_vector(vector)
         flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked
         return [_document(h) for h in leg.search("", vector, k, flt, frozenset())]
@@ -395,7 +409,9 @@ class RRFVectorStore(VectorStore):
             >>> store.as_hybrid_retriever(k=1).invoke("E42")[0].metadata["rrf_ranks"]
             {'dense': 1, 'keyword': 1}
         """
-        return self.retriever.scoped(**search_kwargs)
+        retriever = self.retriever.scoped(**search_kwargs)  # checks the names; the values here, not at the 1st query:
+        SearchOptions.from_kwargs(**{k: v for k, v in retriever.search_kwargs.items() if k != "reranker"})
+        return retriever
 
     def close(self) -> None:
         """Release the engine's stores, files and locks (shared with ``retriever`` and its copies)."""

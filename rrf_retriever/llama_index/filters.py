@@ -62,8 +62,9 @@ def from_llama_index(obj: Any, _depth: int = 0) -> FilterNode:
     """Translate a LlamaIndex ``MetadataFilters`` (or one ``MetadataFilter``) into a validated filter node.
 
     Raises:
-        InvalidFilterError: an operator without a faithful meaning here (``text_match``), a value of the wrong
-            kind (a list for ``==``, a string for ``>``), an unknown condition, nesting beyond 32 levels.
+        InvalidFilterError: not a LlamaIndex filter (a dict, a string), an operator without a faithful meaning here
+            (``text_match``), a value of the wrong kind (a list for ``==``, a string for ``>``), an unknown
+            condition, nesting beyond 32 levels.
 
     Example:
         >>> from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
@@ -73,6 +74,9 @@ def from_llama_index(obj: Any, _depth: int = 0) -> FilterNode:
     """
     if _depth > 32:
         msg = "the MetadataFilters are nested more than 32 levels deep"
+        raise InvalidFilterError(msg)
+    if not is_llama_index_filter(obj):
+        msg = f"filters must be a LlamaIndex MetadataFilters or MetadataFilter, not {type(obj).__name__}"
         raise InvalidFilterError(msg)
     if hasattr(obj, "filters") and hasattr(obj, "condition"):
         parts = tuple(from_llama_index(f, _depth + 1) for f in (obj.filters or ()))

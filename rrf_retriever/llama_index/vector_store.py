@@ -17,8 +17,9 @@ Modes (``VectorStoreQuery.mode``):
   re-orders) per query. Any other ``vector_store_kwargs`` key is refused by name.
 
 ``node_ids`` restricts a query to those nodes (the other stored nodes are excluded, at most
-:data:`NODE_IDS_MAX_OTHERS` of them). ``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore:
-over a store that keeps the text (this one, Qdrant's) those are its ``IndexNode`` s only, so an index of
+:data:`NODE_IDS_MAX_OTHERS` of them; ``node_ids`` itself may hold any number of ids).
+``VectorStoreIndex.as_retriever()`` passes the ids it keeps in its docstore: over a store that keeps the text (this
+one, Qdrant's) those are its ``IndexNode`` s only, so an index of
 ``IndexNode`` s (recursive retrieval) searches them all, while an index mixing text nodes and ``IndexNode`` s searches
 the ``IndexNode`` s only, as LlamaIndex asks; build it with ``store_nodes_override=True`` to search every node.
 An ``IndexNode``'s ``obj`` that is not a node is kept in memory by the store (not on disk) and set on the nodes a
@@ -51,7 +52,7 @@ from typing import Any
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter
 from rrf_retriever.engine import StoreLeg
-from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, missing_dependency
+from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, InvalidTypeError, missing_dependency
 from rrf_retriever.frameworks.listing import LIST_MAX, listed
 from rrf_retriever.index.manifest import MANIFEST_FILE, read_manifest, refresh_manifest
 from rrf_retriever.llama_index.filters import from_llama_index
@@ -62,7 +63,8 @@ from rrf_retriever.progress import check_show_progress, progress_shown
 from rrf_retriever.scope.tree import AllOf, FilterNode, Match, matches
 from rrf_retriever.stores.base import IdsMatching
 from rrf_retriever.types import SearchResult
-from rrf_retriever.validate import check_ids, check_int, check_number
+from rrf_retriever.validate import check_ids, check_int, check_number, check_str, check_top_k, shown
+from rrf_retriever.vectors import to_float_vector
 
 try:
     from llama_index.core.schema import BaseNode, IndexNode, TextNode
@@ -84,6 +86,13 @@ NODE_IDS_MAX_OTHERS = 10_000
 
 _DENSE_ONLY = {VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR}
 _KEYWORD_ONLY = {VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH}
+
+
+def _too_many_others(kept: int) -> InvalidArgumentError:
+    msg = (f"node_ids restricts the query to {kept} node(s) by excluding the others, and more than "
+           f"{NODE_IDS_MAX_OTHERS} others are stored; filter on metadata (filters=, doc_ids=) instead, or "
+           "build the VectorStoreIndex with store_nodes_override=True (its retrievers then name every node)")
+    return InvalidArgumentError(msg)
 
 
 class _GivenVectors(BaseEmbeddingAdapter):
@@ -265,6 +274,8 @@ class RRFVectorStore(BasePydanticVectorStore):
                 than :data:`NODE_IDS_MAX_OTHERS` other nodes stored, a dense
                 mode without ``query_embedding``, ``alpha`` outside [0, 1], a keyword we do not know,
                 ``mmr_threshold`` outside mode ``mmr`` or unlike ``query.mmr_threshold``.
+            InvalidTypeError: ``query`` is not a ``VectorStoreQuery``, or one of its fields has the wrong type (a
+                string for ``node_ids``, ``query_embedding`` or ``similarity_top_k``, ...); the message names it.
         """
         text, options = self._options(query, kwargs)
         return self._result(self._retriever.search(text, **options))
@@ -275,16 +286,20 @@ class RRFVectorStore(BasePydanticVectorStore):
         return self._result(await self._retriever.asearch(text, **options))
 
     def _options(self, query: VectorStoreQuery, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        mode = VectorStoreQueryMode(query.mode)
+        if not isinstance(query, VectorStoreQuery):
+            msg = f"query must be a LlamaIndex VectorStoreQuery, not {type(query).__name__}"
+            raise InvalidTypeError(msg)
+        mode = next((m for m in VectorStoreQueryMode if query.mode in (m, m.value)), None)
         if mode not in _DENSE_ONLY | _KEYWORD_ONLY | {VectorStoreQueryMode.HYBRID}:
-            msg = f"RRFVectorStore does not run mode {mode.value!r}; use default, sparse, text_search, hybrid or mmr"
+            given = shown(getattr(query.mode, "value", query.mode))
+            msg = f"RRFVectorStore does not run mode {given}; use default, sparse, text_search, hybrid or mmr"
             raise InvalidArgumentError(msg)
         unknown = sorted(set(kwargs) - {"mmr_threshold", "fetch_k"})
         if unknown:
             msg = (f"unknown argument(s) {unknown} for RRFVectorStore.query (vector_store_kwargs); accepted: "
                    "['fetch_k', 'mmr_threshold']")
             raise InvalidArgumentError(msg)
-        options: dict[str, Any] = {"top_k": query.similarity_top_k}
+        options: dict[str, Any] = {"top_k": check_top_k(query.similarity_top_k, "similarity_top_k")}
         if kwargs.get("fetch_k") is not None:
             options["fetch_k"] = kwargs["fetch_k"]
         if query.node_ids:
@@ -295,7 +310,7 @@ class RRFVectorStore(BasePydanticVectorStore):
             if query.query_embedding is None:
                 msg = f"mode {mode.value!r} needs the query_embedding (LlamaIndex's embed_model computes it)"
                 raise InvalidArgumentError(msg)
-            options["query_vector"] = list(query.query_embedding)
+            options["query_vector"] = to_float_vector(query.query_embedding, "query_embedding")
         if mode in _DENSE_ONLY:
             options["weights"] = {"keyword": 0.0}
         if mode is VectorStoreQueryMode.MMR:
@@ -308,7 +323,7 @@ class RRFVectorStore(BasePydanticVectorStore):
                 alpha = check_number(query.alpha, "alpha", high=1.0)
                 options["weights"] = {"dense": alpha, "keyword": 1.0 - alpha}
             if query.hybrid_top_k is not None:
-                options["top_k"] = query.hybrid_top_k
+                options["top_k"] = check_top_k(query.hybrid_top_k, "hybrid_top_k")
         parts: list[FilterNode] = []
         if query.filters is not None:
             parts.append(from_llama_index(query.filters))
@@ -316,21 +331,22 @@ class RRFVectorStore(BasePydanticVectorStore):
             parts.append(Match(REF_DOC_ID_KEY, tuple(check_ids(query.doc_ids, "doc_ids"))))
         if parts:
             options["filter"] = parts[0] if len(parts) == 1 else AllOf(tuple(parts))
-        return query.query_str or "", options
+        return "" if query.query_str is None else check_str(query.query_str, "query_str"), options
 
     def _others(self, node_ids: list[str]) -> list[str]:
-        """The stored ids outside ``node_ids`` (what a query restricted to them excludes)."""
+        """The stored ids outside ``node_ids`` (what a query restricted to them excludes), for any number of
+        ``node_ids``. A store is listed only when its count leaves room for at most :data:`NODE_IDS_MAX_OTHERS`
+        others (else at least that many are not in ``node_ids``: refused before listing), so the listing holds at
+        most ``len(node_ids) + NODE_IDS_MAX_OTHERS`` ids: bounded by the caller's own list."""
         keep = set(node_ids)
         others: set[str] = set()
         for leg in self._retriever.engine.legs.values():
             if isinstance(leg, StoreLeg) and isinstance(leg.store, IdsMatching):
-                listed = leg.store.ids_matching(None, limit=len(keep) + NODE_IDS_MAX_OTHERS + 1)
-                others.update(i for i in listed if i not in keep)
+                if leg.count() - len(keep) > NODE_IDS_MAX_OTHERS:  # so many stored ids at least are others
+                    raise _too_many_others(len(keep))
+                others.update(i for i in leg.store.ids_matching(None) if i not in keep)
         if len(others) > NODE_IDS_MAX_OTHERS:
-            msg = (f"node_ids restricts the query to {len(keep)} node(s) by excluding the others, and more than "
-                   f"{NODE_IDS_MAX_OTHERS} others are stored; filter on metadata (filters=, doc_ids=) instead, or "
-                   "build the VectorStoreIndex with store_nodes_override=True (its retrievers then name every node)")
-            raise InvalidArgumentError(msg)
+            raise _too_many_others(len(keep))
         return sorted(others)
 
     def _result(self, result: SearchResult) -> VectorStoreQueryResult:

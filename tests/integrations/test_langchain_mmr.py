@@ -130,7 +130,7 @@ async def test_by_vector_refuses_bad_input_with_our_errors(stores: tuple[RRFVect
         ours.max_marginal_relevance_search_by_vector(vector, query_vector=vector)
     with pytest.raises(DimensionMismatchError, match="dimension"):
         ours.max_marginal_relevance_search_by_vector([1.0, 2.0])
-    with pytest.raises(InvalidArgumentError, match="diversity"):
+    with pytest.raises(InvalidArgumentError, match="lambda_mult"):
         ours.max_marginal_relevance_search_by_vector(vector, lambda_mult=1.5)
     with pytest.raises(InvalidArgumentError, match="fetch_k"):
         await ours.amax_marginal_relevance_search_by_vector(vector, k=5, fetch_k=3)

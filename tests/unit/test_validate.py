@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
-from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.validate import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, validate_batch
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
+from rrf_retriever.validate import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, check_ids, check_list, validate_batch
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -111,3 +114,30 @@ def test_a_checked_batch_cannot_be_changed_and_passed_on_unchecked() -> None:
     assert (ids, texts, metas) == (["a"], ["text"], [{}])
     with pytest.raises(TypeError):
         ids += ["b"]
+
+
+_ID = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=8)
+
+
+@given(ids=st.lists(_ID, max_size=8), container=st.sampled_from([list, tuple, iter]))
+def test_check_ids_keeps_any_iterable_of_ids_in_order_without_repeats(ids: list[str], container: Any) -> None:
+    assert check_ids(container(ids)) == list(dict.fromkeys(ids))
+
+
+@given(value=st.one_of(_ID, st.binary(min_size=1, max_size=8), st.dictionaries(_ID, st.integers(), min_size=1,
+                                                                                max_size=3)))
+def test_one_value_that_iterates_is_not_a_list(value: Any) -> None:
+    # A string, bytes or a mapping iterates (letters, byte values, keys): list() would split it silently.
+    for check in (lambda: check_ids(value, "ids"), lambda: check_list(value, "texts", "strings"),
+                  lambda: check_list(bytearray(b"ab"), "ids", "ids")):
+        with pytest.raises(InvalidTypeError, match="must be a list of"):
+            check()
+
+
+def test_a_store_refuses_a_mapping_of_ids_and_keeps_its_documents() -> None:
+    store = FTS5KeywordStore()
+    store.add(["a", "b"], ["x", "y"])
+    for call in (lambda: store.delete({"a": 1}), lambda: store.get({"a": 1})):  # keys taken as ids before
+        with pytest.raises(InvalidTypeError, match="ids must be a list of ids, not dict"):
+            call()
+    assert [r.id for r in store.get(["a", "b"])] == ["a", "b"]

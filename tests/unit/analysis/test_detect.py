@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.analysis.detect import LanguageDetection, detect_language, language_of_text, sample_texts
 from rrf_retriever.analysis.detect_words import FUNCTION_WORDS, SCRIPT_LANGUAGES, script_of
-from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 
 CORPORA = {
     "english": ["The cat is on the roof and it is asleep.", "A study of the effects of exercise on the heart."],
@@ -144,3 +144,12 @@ def test_a_shuffled_sample_gives_the_same_detection(picks: list[str], rng: objec
     shuffled = list(texts)
     rng.shuffle(shuffled)  # type: ignore[attr-defined]  # hypothesis's Random
     assert detect_language(shuffled) == detect_language(texts)  # every text is in the sample: counts, not order
+
+
+def test_a_single_string_is_refused_not_read_letter_by_letter() -> None:
+    # Before: detect_language("Der Hund ...") read each letter as a text and answered English.
+    text = "Der Hund ist nicht im Haus und die Katze auch nicht."
+    for value in (text, text.encode(), {text: 1}):
+        with pytest.raises(InvalidTypeError, match="texts"):
+            detect_language(value)  # type: ignore[arg-type]  # the attack
+    assert detect_language(iter([text])).language == "german"
