@@ -161,11 +161,15 @@ def texts_and_ids(
     texts: Sequence[str], ids: Sequence[str] | None, metadatas: Sequence[Mapping[str, Any] | None] | None
 ) -> tuple[list[str], list[str]]:
     """The texts of a write as a list and their ids: the ones given, else :func:`content_ids` (a single string,
-    bytes or a mapping for either is refused: :func:`~rrf_retriever.validate.check_list`).
+    bytes or a mapping for either is refused: :func:`~rrf_retriever.validate.check_list`; so are ``metadatas`` that
+    are no list, which the ids are derived from).
 
     Example:
         >>> texts_and_ids(["a"], ["x"], None)
         (['a'], ['x'])
     """
     text_list = check_list(texts, "texts", "strings")
-    return text_list, check_list(ids, "ids", "ids") if ids is not None else content_ids(text_list, metadatas)
+    if ids is not None:
+        return text_list, check_list(ids, "ids", "ids")
+    metas = None if metadatas is None else check_list(metadatas, "metadatas", "metadata mappings")
+    return text_list, content_ids(text_list, metas)

@@ -50,6 +50,9 @@ LANGCHAIN: list[Row] = [
     ("add_texts ids bytes", lambda s: s.add_texts(["x"], ids=b"a"), "ids"),
     ("add_texts ids of ints", lambda s: s.add_texts(["x"], ids=[5]), "ids"),
     ("add_texts metadatas a dict", lambda s: s.add_texts(["x"], metadatas={"n": 1}), "metadatas"),
+    ("add_texts metadatas an int", lambda s: s.add_texts(["x"], metadatas=5), "metadatas"),
+    ("add_texts metadatas an int, with ids", lambda s: s.add_texts(["x"], metadatas=5, ids=["x"]), "metadatas"),
+    ("aadd_texts metadatas a float", lambda s: s.aadd_texts(["x"], metadatas=2.5), "metadatas"),
     ("aadd_texts a str", lambda s: s.aadd_texts("hi"), "texts"),
     ("aadd_texts ids a str", lambda s: s.aadd_texts(["x", "y"], ids="ab"), "ids"),
     ("add_documents a str", lambda s: s.add_documents("hi"), "documents"),
@@ -239,7 +242,8 @@ def test_the_retriever_refuses_a_string_for_ids_too() -> None:
                        (lambda: retriever.delete({"10": 1}), "ids"),
                        (lambda: retriever.get_by_ids({"10": 1}), "ids"),
                        (lambda: retriever.invoke("ten", exclude_ids={"10": 1}), "exclude_ids"),
-                       (lambda: retriever.invoke("ten", pinned_ids={"10": 1}), "pinned_ids")):
+                       (lambda: retriever.invoke("ten", pinned_ids={"10": 1}), "pinned_ids"),
+                       (lambda: retriever.add_texts(["x"], metadatas=5), "metadatas")):
         with pytest.raises(InvalidTypeError, match=word):
             call()
     assert sorted(r.id for r in retriever.get_by_ids([*IDS, "x", "y"])) == sorted(IDS)
