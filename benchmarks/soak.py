@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.reliability.attacks import run_attacks
+from tests.reliability.attacks import ATTACKS, run_attacks
 from tests.reliability.promises import run_promises
 from tests.reliability.workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
 
@@ -118,8 +118,6 @@ def main() -> int:
 
 def _attacks(figures: dict[str, object], rounds: int, seed: int, everything: bool) -> bool:
     """The attacks of trust round 4 (tests/reliability/attacks.py): one line of figures; True if any problem."""
-    from tests.reliability.attacks import ATTACKS
-
     report = run_attacks(rounds, seed=seed, attacks=ATTACKS if everything else None)
     slowest = sorted(report["attack_seconds"].items(), key=lambda kv: -kv[1])[:3]
     print(f"attacks: {report['rounds']} rounds, checks {report['checks']}, {len(report['problems'])} problems; "
@@ -127,8 +125,8 @@ def _attacks(figures: dict[str, object], rounds: int, seed: int, everything: boo
           f"{dict(slowest)} s ({report['seconds']:.0f} s)")
     for line in report["problems"][:10]:
         print("   ", line)
-    figures["attacks"] = {k: (len(v) if k == "problems" else v) for k, v in report.items()}
-    figures["attacks"]["examples"] = report["problems"][:20]  # type: ignore[index]
+    figures["attacks"] = {**{k: (len(v) if k == "problems" else v) for k, v in report.items()},
+                          "examples": report["problems"][:20]}
     return bool(report["problems"])
 
 
