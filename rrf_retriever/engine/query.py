@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from rrf_retriever.engine import stages
+from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.legs import Leg, NotedHits
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
@@ -40,6 +41,7 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import fuse
+from rrf_retriever.relevance import query_level
 from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
 from rrf_retriever.validate import (
@@ -194,6 +196,7 @@ def finish(
     expand: Callable[[list[FusedHit], Query], list[FusedHit]] | None = None,
     lookup: Callable[[list[str]], list[Record]] | None = None,
     vectors: Vectors | None = None,
+    background: BackgroundCache | None = None,
 ) -> SearchResult:
     """Collect the leg outcomes (degrade or raise), fuse, run the result stages, and build the trace.
 
@@ -201,7 +204,8 @@ def finish(
     query (the normalized score, ``pinned_ids`` looked up by ``lookup``, ``score_threshold``, ``diversity`` over the
     stored vectors ``vectors`` gives, the reranker, pinned hits back on the first page, the page, 1-hop expansion
     by ``expand``). The pool they see is the fused list to the deepest depth one of them needs
-    (:func:`~rrf_retriever.engine.stages.pool_depth`).
+    (:func:`~rrf_retriever.engine.stages.pool_depth`). The relevance's level reads the dense leg's cosines
+    against ``background`` (:func:`~rrf_retriever.relevance.query_level`; None: level 1.0), hit by hit.
 
     A query whose legs were all dropped because the query embedding failed (only dense legs active: an embedding
     outage with the keyword weight at 0) answers no hits, degraded, rather than fail.
@@ -246,7 +250,7 @@ def finish(
         raise AllLegsFailedError(msg) from first_error
     for text in warning_texts:
         warn_degraded(text)
-    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts)
+    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts, level=_level(ranked, background))
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
     if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
@@ -259,6 +263,20 @@ def finish(
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("rrf_retriever query trace: %s", trace)
     return SearchResult(hits, trace)
+
+
+def _level(ranked: Mapping[str, list[Hit]], background: BackgroundCache | None) -> Callable[[FusedHit], float] | None:
+    """Each hit's level from its cosine in the main dense leg (one it did not return: that leg's lowest cosine, an
+    upper bound of its own); None (level 1.0) when that leg did not answer or the store has no background."""
+    name = background.dense_leg() if background is not None else None
+    hits = ranked.get(name) if name is not None else None
+    if background is None or name is None or not hits:
+        return None
+    scale = background.get()
+    if scale is None:
+        return None
+    floor = min(float(h.score) for h in hits)
+    return lambda hit: query_level(hit.scores.get(name, floor), scale)
 
 
 def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],
