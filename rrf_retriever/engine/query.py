@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -204,7 +205,7 @@ def finish(
     query (the normalized score, ``pinned_ids`` looked up by ``lookup``, ``score_threshold``, ``diversity`` over the
     stored vectors ``vectors`` gives, the reranker, pinned hits back on the first page, the page, 1-hop expansion
     by ``expand``). The pool they see is the fused list to the deepest depth one of them needs
-    (:func:`~rrf_retriever.engine.stages.pool_depth`). The relevance's level reads the dense leg's cosines
+    (:func:`~rrf_retriever.engine.stages.pool_depth`). The relevance's level reads the hits' dense cosines
     against ``background`` (:func:`~rrf_retriever.relevance.query_level`; None: level 1.0), hit by hit.
 
     A query whose legs were all dropped because the query embedding failed (only dense legs active: an embedding
@@ -250,7 +251,8 @@ def finish(
         raise AllLegsFailedError(msg) from first_error
     for text in warning_texts:
         warn_degraded(text)
-    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts, level=_level(ranked, background))
+    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts,
+                   level=_level(q, ranked, background, vectors))
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
     if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
@@ -265,18 +267,37 @@ def finish(
     return SearchResult(hits, trace)
 
 
-def _level(ranked: Mapping[str, list[Hit]], background: BackgroundCache | None) -> Callable[[FusedHit], float] | None:
-    """Each hit's level from its cosine in the main dense leg (one it did not return: that leg's lowest cosine, an
-    upper bound of its own); None (level 1.0) when that leg did not answer or the store has no background."""
+def _level(q: Query, ranked: Mapping[str, list[Hit]], background: BackgroundCache | None,
+           vectors: Vectors | None) -> Callable[[list[FusedHit]], list[float]] | None:
+    """The hits' levels from their cosines: in the main dense leg (a hit it did not return: that leg's lowest
+    cosine, an upper bound of its own), else, when that leg sat out but the caller gave the query vector, with the
+    hits' stored vectors (as the diversity stage reads them). None (level 1.0): no cosine to read, or no background."""
     name = background.dense_leg() if background is not None else None
-    hits = ranked.get(name) if name is not None else None
-    if background is None or name is None or not hits:
+    if background is None or name is None:
         return None
-    scale = background.get()
-    if scale is None:
+    dense = ranked.get(name)
+    query_vector = q.query_vector
+    if not dense and (query_vector is None or vectors is None):
         return None
-    floor = min(float(h.score) for h in hits)
-    return lambda hit: query_level(hit.scores.get(name, floor), scale)
+
+    def levels(hits: list[FusedHit]) -> list[float]:
+        scale = background.get()
+        if scale is None:
+            return [1.0] * len(hits)
+        if dense:
+            floor = min(float(h.score) for h in dense)
+            return [query_level(h.scores.get(name, floor), scale) for h in hits]
+        stored = vectors([h.id for h in hits]) if vectors is not None else {}
+        return [query_level(_cosine(query_vector, stored[h.id]) if h.id in stored else None, scale) for h in hits]
+
+    return levels
+
+
+def _cosine(a: Sequence[float] | None, b: Sequence[float]) -> float | None:
+    if a is None:
+        return None
+    norm = math.sqrt(math.fsum(x * x for x in a) * math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b)) / norm if norm > 0 else None
 
 
 def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],

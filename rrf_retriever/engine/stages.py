@@ -269,7 +269,7 @@ class StageRun:
         ms: Each timed stage's time, by name (the trace's ``stages_ms``).
         counts: What the stages counted (the trace's ``stage_counts``).
         warnings: The query's warnings (a stage that degrades adds its own).
-        level: A hit's level (:func:`~rrf_retriever.relevance.query_level` of its dense cosine); None: 1.0.
+        level: The hits' levels (:func:`~rrf_retriever.relevance.query_level` of their dense cosines); None: 1.0.
     """
 
     query: Query
@@ -279,7 +279,7 @@ class StageRun:
     ms: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    level: Callable[[FusedHit], float] | None = None
+    level: Callable[[list[FusedHit]], list[float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,7 @@ def _normalized(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
     if best <= 0:
         return hits
     normalized = [min(1.0, h.score / best) for h in hits]
-    levels = [1.0] * len(hits) if run.level is None else [run.level(h) for h in hits]
+    levels = [1.0] * len(hits) if run.level is None else run.level(hits)
     return [replace(h, normalized_score=n, relevance=r)
             for h, n, r in zip(hits, normalized, relevance_scores(normalized, levels))]
 

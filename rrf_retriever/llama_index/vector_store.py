@@ -23,10 +23,11 @@ query returns, so recursive retrieval follows it; ``VectorStoreIndex`` also keep
 
 ``similarities`` are our relevance (``rrf_relevance``, :mod:`rrf_retriever.relevance`), in [0, 1] and in the fused
 order: the normalized fused score (``rrf_score_normalized``: the fused score over the best the query's active weights
-allow, rank-based) times how strongly the corpus matches the query at all (the dense leg's top cosine against the
-corpus's own random-pair cosines). So ``SimilarityPostprocessor(similarity_cutoff=0.7)`` keeps nothing for an
-unrelated query and keeps a strong match. In keyword-only modes (``sparse``, ``text_search``) there is no dense
-evidence: the similarity is the normalized score, rank-based (the first hit 1.0). The fused ``rrf_score`` and the raw
+allow, rank-based) times how well the hit matches at all (its dense cosine against the corpus's own random-pair
+cosines). So ``SimilarityPostprocessor(similarity_cutoff=0.7)`` keeps nothing for an unrelated query and keeps a
+strong match. In keyword-only modes (``sparse``, ``text_search``) the dense leg is not searched; a query with a
+``query_embedding`` gets the level from the hits' stored vectors, one without (LlamaIndex's own retriever embeds
+nothing in these modes) the normalized score: rank-based, the first hit 1.0. The fused ``rrf_score`` and the raw
 scores (cosine for dense, BM25 for keyword: ``rrf_scores``) are in ``node.metadata``.
 
 Example:
@@ -246,6 +247,8 @@ class RRFVectorStore(BasePydanticVectorStore):
             options["exclude_ids"] = self._others(check_ids(query.node_ids, "node_ids"))
         if mode in _KEYWORD_ONLY:
             options["weights"] = {"dense": 0.0}
+            if query.query_embedding is not None:  # not searched: the relevance reads the hits' cosines with it
+                options["query_vector"] = list(query.query_embedding)
         else:
             if query.query_embedding is None:
                 msg = f"mode {mode.value!r} needs the query_embedding (LlamaIndex's embed_model computes it)"

@@ -2,7 +2,8 @@
 
 LlamaIndex: ``VectorStoreIndex.from_vector_store(store).as_retriever()`` + ``SimilarityPostprocessor(0.7)``;
 LangChain: ``as_retriever(search_type="similarity_score_threshold")`` and
-``similarity_search_with_relevance_scores``. An unrelated query keeps nothing; the strong match is kept.
+``similarity_search_with_relevance_scores``; a keyword-only ``VectorStoreQuery`` with its embedding. An unrelated
+query keeps nothing; the strong match is kept.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from llama_index.core import Document, StorageContext, VectorStoreIndex
 from llama_index.core.postprocessor import SimilarityPostprocessor
+from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from rrf_retriever import MiniLMEmbedding
 from rrf_retriever.langchain import RRFVectorStore as LangChainStore
@@ -65,6 +67,14 @@ def test_llama_index_default_retriever_and_similarity_cutoff(model: MiniLMEmbedd
         assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)  # type: ignore[operator]  # floats
         assert all(n.score == n.node.metadata["rrf_relevance"] for n in nodes)
         assert nodes[0].node.metadata["rrf_score_normalized"] == 1.0  # rank-based: first in the (only) leg
+    # BM25 alone (the dense leg not searched), the query embedding given: the hits' stored vectors give the level
+    # (LlamaIndex's own retriever sends no embedding in keyword modes: there the score stays rank-based)
+    for text, expected in ((UNRELATED, []), (RELATED, ["sync-token"])):
+        query = VectorStoreQuery(query_str=text, query_embedding=embed_model.get_query_embedding(text),
+                                 similarity_top_k=3, mode="text_search")
+        found = store.query(query)
+        assert found.nodes and found.nodes[0].metadata["rrf_score_normalized"] == 1.0
+        assert [n.ref_doc_id for n, s in zip(found.nodes, found.similarities or []) if s >= CUTOFF] == expected
     store.close()
 
 

@@ -48,3 +48,18 @@ def test_too_few_vectors_give_the_normalized_score_and_enough_writes_measure_the
 def test_no_dense_store_has_no_background() -> None:
     cache = BackgroundCache({}, lambda: 0)
     assert cache.dense_leg() is None and cache.get() is None
+
+
+def test_keyword_only_with_the_query_vector_reads_the_hits_stored_vectors() -> None:
+    retriever = EnsembleRRFRetriever.from_texts(IDS, Table(), ids=IDS)
+    try:
+        scale = cosine_background(list(VECTORS.values()))
+        assert scale is not None
+        with_vector = retriever.search("d0", weights={"dense": 0.0}, query_vector=VECTORS["d1"]).hits
+        assert [h.id for h in with_vector] == ["d0"] and set(with_vector[0].ranks) == {"keyword"}
+        cosine = 0.3 / (1.0 + 0.09)  # d0 against d1's vector: they share d1's axis
+        assert math.isclose(with_vector[0].relevance, query_level(cosine, scale), rel_tol=1e-5)
+        without = retriever.search("d0", weights={"dense": 0.0}).hits
+        assert without[0].relevance == without[0].normalized_score == 1.0  # no vector: rank-based
+    finally:
+        retriever.close()
