@@ -53,7 +53,7 @@ __all__ = [
 #: cutoff between unrelated and relevant top hits that minimises both errors on the five shared collections with
 #: MiniLM (2.69-2.92 chosen on any four of them, with a 256-vector sample; ``benchmarks/bench_relevance.py``).
 LEVEL_Z_MIDPOINT = 2.7
-#: The logistic's scale in z: level 0.7 at z = 3.14, 0.9 at z = 3.68 (a relevant MiniLM top hit's median z is 3.4-5.6).
+#: The logistic's scale in z: level 0.7 at z = 3.04, 0.9 at z = 3.58 (a relevant MiniLM top hit's median z is 3.4-5.6).
 LEVEL_Z_SCALE = 0.4
 #: Fewer stored vectors than this: no background, level 1.0 (a handful of pairs says nothing about a scale).
 MIN_BACKGROUND_VECTORS = 5
