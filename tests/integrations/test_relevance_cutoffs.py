@@ -15,7 +15,7 @@ from llama_index.core import Document, StorageContext, VectorStoreIndex
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
-from rrf_retriever import MiniLMEmbedding
+from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 from rrf_retriever.langchain import RRFVectorStore as LangChainStore
 from rrf_retriever.llama_index import RRFVectorStore
 
@@ -92,3 +92,17 @@ def test_langchain_score_threshold_and_relevance_scores(model: MiniLMEmbedding) 
         assert top.id == "sync-token" and score >= CUTOFF
     finally:
         store.close()
+
+
+def test_llama_index_retriever_score_relevance(model: MiniLMEmbedding) -> None:
+    retriever = EnsembleRRFRetriever.from_texts(list(KB.values()), model, ids=list(KB), k=3, score="relevance")
+    try:
+        cutoff = SimilarityPostprocessor(similarity_cutoff=CUTOFF)
+        unrelated = retriever.retrieve(UNRELATED)
+        assert len(unrelated) == 3 and cutoff.postprocess_nodes(unrelated) == []
+        assert all(n.score == n.node.metadata["rrf_relevance"] for n in unrelated)
+        assert [n.node.node_id for n in cutoff.postprocess_nodes(retriever.retrieve(RELATED))] == ["sync-token"]
+        assert [n.node.node_id for n in cutoff.postprocess_nodes(retriever.scoped(k=2).retrieve(RELATED))] == [
+            "sync-token"]  # a scoped copy keeps the choice
+    finally:
+        retriever.close()
