@@ -60,7 +60,7 @@ from rrf_retriever.errors import (
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
-from rrf_retriever.types import FusedHit, Record, SearchResult
+from rrf_retriever.types import Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
 
 __all__ = ["HybridEngine"]
@@ -248,15 +248,10 @@ class HybridEngine(SharedHandle):
                 self._writes.journal.close()
 
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
-        expansion = self._expansion
-        if expansion is None:
-            return finish(q, outcomes, embedded, lookup=self._lookup, vectors=self._vectors,
-                          background=self._background)
-
-        def expand(hits: list[FusedHit], q: Query) -> list[FusedHit]:
-            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup, q.options.expand_limit)
-
-        return finish(q, outcomes, embedded, expand, self._lookup, self._vectors, self._background)
+        expansion, lookup = self._expansion, self._lookup
+        expand = None if expansion is None else (
+            lambda hits, q: expansion.neighbours(hits, q.top_k, q.flt, q.excl, lookup, q.options.expand_limit))
+        return finish(q, outcomes, embedded, expand, lookup, self._vectors, self._background)
 
     def _vectors(self, ids: list[str]) -> Mapping[str, Sequence[float]]:
         """Stored dense vectors by id, for the diversity stage: from the dense store of :func:`main_dense_leg`
