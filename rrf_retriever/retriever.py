@@ -87,7 +87,8 @@ if _LANGCHAIN and _LLAMA_INDEX:
             engine: An existing :class:`~rrf_retriever.engine.HybridEngine` to wrap instead.
             tags / metadata / name: LangChain's; callback_manager / object_map / verbose: LlamaIndex's.
             score: What LlamaIndex's ``NodeWithScore.score`` holds: ``"raw"`` (default) the fused score,
-                ``"normalized"`` the normalized one in [0, 1] (``rrf_score_normalized``).
+                ``"normalized"`` the normalized one in [0, 1] (``rrf_score_normalized``, rank-based), ``"relevance"``
+                the relevance in [0, 1] (``rrf_relevance``: low for an unrelated query; for similarity cutoffs).
 
         Example:
             >>> retriever = EnsembleRRFRetriever(dense=dense_store, keyword=fts5_store, top_k=5)  # doctest: +SKIP
@@ -100,7 +101,7 @@ if _LANGCHAIN and _LLAMA_INDEX:
         callback_manager: Any = Field(default=None, exclude=True)
         object_map: dict[str, Any] = Field(default_factory=dict, exclude=True)
         _verbose: bool = PrivateAttr(default=False)
-        _node_score: str = PrivateAttr(default="raw")  # LlamaIndex's NodeWithScore.score: "raw" or "normalized"
+        _node_score: str = PrivateAttr(default="raw")  # LlamaIndex's NodeWithScore.score: one of SCORES
 
         def get_prompts(self, config: Any = None) -> Any:
             """No prompts: ``[]`` for LangChain (called with a config), ``{}`` for LlamaIndex (called without)."""

@@ -48,6 +48,8 @@ class FusedHit:
         scores: ``{source: raw score}`` for the same sources.
         normalized_score: ``score`` divided by the best score the query's active weights and ``rrf_k`` allow
             (1.0 = first in every active leg); set by the engine, 0.0 straight out of a fusion function.
+        relevance: ``normalized_score`` times how strongly the corpus matches the query at all, in [0, 1]
+            (:mod:`rrf_retriever.relevance`): in the fused order, and low for an unrelated query; set by the engine.
     """
 
     id: str
@@ -57,6 +59,7 @@ class FusedHit:
     ranks: Mapping[str, int]
     scores: Mapping[str, float]
     normalized_score: float = 0.0
+    relevance: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,33 @@
 """Corpus-language detection: which analyzer language fits a corpus, from a sample of its texts. Pure: no model, no
 I/O, deterministic; the data it reads is :mod:`rrf_retriever.analysis.detect_words`.
 
-How it decides (each text of the sample votes once, so a few long texts cannot outvote many short ones):
+How it decides (each text of the sample votes once, so a few long texts cannot outvote many short ones). The rule
+is **English unless the evidence is strong**: a wrong language costs more than a missed one (another stemmer and
+stopwords for the index, and the weak-leg rule weights an English embedder's dense leg down on every query).
 
 1. A text's **script** is the script most of its letters are written in (Latin, Cyrillic, Greek, Arabic, Hebrew,
-   Devanagari, Tamil, Armenian, CJK, or another). The corpus needs a script that at least half of its texts
+   Devanagari, Tamil, Armenian, CJK, or another). The corpus needs a script that more than half of its texts
    (those with 3 letters or more) are written in; else the choice is the default analyzer.
-2. Within that script a text's **language** is the language whose function words it uses most (each word counts
-   ``1 / the number of the script's languages that share it``, so ``de`` or ``en`` decide little; letters only
-   one language uses add a little: Ukrainian ``ї``, Persian ``گ``). A CJK text is Korean when most of its CJK
-   characters are Hangul, Japanese when a tenth or more are Kana, else Chinese. A non-Latin text without word
-   evidence is its script's main language (Cyrillic: Russian; Arabic script: Arabic; Hebrew script: Hebrew).
-   A Latin text needs function words worth 1 or more, and more than any other language's, else it abstains.
-3. The corpus language is the language of at least half of the texts that decided (Latin: and at least a fifth
-   of the script's texts must have decided); a non-Latin script takes its most frequent language.
+2. A **non-Latin** text's language is the one of its script whose function words it uses most (each word counts
+   ``1 / the number of the script's languages that share it``; letters only one language uses add a little:
+   Ukrainian ``ї``, Persian ``گ``), else its script's main language (Cyrillic: Russian; Arabic script: Arabic):
+   the script alone says it is not English. A CJK text is Korean when most of its CJK characters are Hangul,
+   Japanese when a tenth or more are Kana, else Chinese.
+3. A **Latin** text counts only words of 2 letters or more made of letters alone: a single letter never counts
+   (folded ``è`` is ``e``; code is full of ``e``, ``i``, ``a``), nor ``e.target``, ``x1``, ``snake_case``, a
+   quoted ``"la":`` or a word in capitals (``LETTER EL``, ``SELECT``). It votes for the language L (not English)
+   with the highest score (as above) only when all three hold: it uses
+   **3 or more distinct function words of L that are not English ones**, **at least twice as many as the English
+   function words** L lacks, and their uses are **a twentieth of its words** or more. Else it votes English when
+   it uses 2 or more distinct English function words, else it abstains (code, numbers, tables, titles do).
+   A text of fewer than 30 such words that abstains is judged with the others like it: sorted, read in groups
+   of 30 words or more, each group judged as one text by the same rule; a text of the group takes the group's
+   language only when it uses one of that language's function words itself, or (not English) a Latin letter
+   English does not use (``ß``, ``ı``, ``é``); else it still abstains.
+4. The corpus language is the language of more than half of the texts that decided; for a Latin language these
+   must be a fifth or more of the script's texts, and any language but English needs **at least twice as many
+   texts as voted English**. So a mostly English corpus with a few lines of another language stays English, and
+   so does a half-and-half one.
 
 **When unsure** (no script or Latin language holds a majority, too little evidence, a script without a language
 here such as Thai or Georgian) the choice is the **default analyzer**: English Porter stemming and Lucene's 33
@@ -49,8 +63,12 @@ __all__ = ["DEFAULT_SAMPLE", "LanguageDetection", "detect_language", "language_o
 DEFAULT_SAMPLE = 500
 _TEXT_CHARS = 2000
 _MIN_LETTERS = 3  # a text with fewer letters does not vote
-_MIN_LATIN_EVIDENCE = 1.0  # function-word weight a Latin text needs to decide
-_MIN_LATIN_DECIDED = 0.2  # share of the script's texts that must decide for a Latin language to be chosen
+_MIN_DISTINCT = 3  # distinct function words (not English ones) a Latin text needs to vote for a language not English
+_MARGIN = 2  # ... and at least twice as many as the English function words (not the language's own) in it
+_MIN_SHARE = 0.05  # ... and their uses must be a twentieth of its words or more
+_GROUP_WORDS = 30  # a Latin text of fewer words is judged with other short ones, in groups of this many words
+_MIN_ENGLISH = 2  # distinct English function words a Latin text needs to vote English
+_MIN_LATIN_DECIDED = 0.2  # share of the script's texts that must vote for a Latin language for it to be chosen
 _HINT_WEIGHT = 0.2
 _FALLBACK = "english"
 _SCRIPT_ORDER = ("latin", "cjk", "cyrillic", "arabic", "devanagari", "greek", "hebrew", "tamil", "armenian")
@@ -148,16 +166,66 @@ def _cjk_language(text: str) -> str:
     return "japanese" if 10 * kana >= total else "chinese"
 
 
+_PROSE_EDGES = ".,;:!?\u00a1\u00bf\u2026()\u00ab\u00bb\u2013\u2014-"  # punctuation a word of running text may carry
+_QUOTES = "'\"`\u2018\u2019\u201a\u201c\u201d\u201e"
+
+
+def _latin_words(text: str) -> list[str]:
+    """The words of a Latin-script text that can be function words: letters only, two or more of them (split at
+    apostrophes: ``l'homme`` is ``l`` and ``homme``), with at most running-text punctuation around them. A single
+    letter is never evidence (folded ``è`` is ``e``, code is full of ``e``, ``i``, ``a``), nor a token holding a
+    digit, a dot, a bracket, an ``=`` or an underscore, nor a quoted one (``"la":``, ``'de'``: keys and literals),
+    nor one in capitals (``LETTER EL``, ``SELECT``, ``DE``: constants and acronyms). Folded as the analyzer folds."""
+    out = []
+    for chunk in unicodedata.normalize("NFKC", text).split():
+        core = chunk.strip(_PROSE_EDGES)
+        if not core or core[0] in _QUOTES or core[-1] in _QUOTES:
+            continue
+        for part in core.replace("\u2019", "'").split("'"):
+            if len(part) >= 2 and part.isalpha() and not part.isupper():
+                out.append(normalize(part))
+    return out
+
+
+def _latin_language(text: str) -> tuple[str | None, dict[str, float]]:
+    """A Latin-script text's vote: a language other than English only on strong evidence, else English when it
+    uses 2 or more English function words, else None (see the module doc)."""
+    words = _latin_words(text)
+    candidates = SCRIPT_LANGUAGES["latin"]
+    shared = _SHARED["latin"]
+    scores = dict.fromkeys(candidates, 0.0)
+    for word in words:
+        owners = shared.get(word)
+        if owners:
+            for lang in candidates:
+                if word in FUNCTION_WORDS[lang]:
+                    scores[lang] += 1.0 / owners
+    ranked = sorted(candidates, key=lambda lang: (-scores[lang], candidates.index(lang)))
+    evidence = {lang: round(scores[lang], 3) for lang in ranked if scores[lang] > 0}
+    present = set(words)
+    english = present & FUNCTION_WORDS[_FALLBACK]
+    top = min(candidates[1:], key=lambda lang: (-scores[lang], candidates.index(lang)))
+    own = present & _own_words(top)  # a word English also has says nothing
+    against = english - FUNCTION_WORDS[top]
+    uses = sum(1 for word in words if word in own)
+    if len(own) >= _MIN_DISTINCT and len(own) >= _MARGIN * len(against) and uses >= _MIN_SHARE * len(words):
+        return top, evidence
+    return (_FALLBACK if len(english) >= _MIN_ENGLISH else None), evidence
+
+
 def language_of_text(text: str) -> tuple[str | None, str | None, dict[str, float]]:
     """One text's script, language (None: it abstains) and word-evidence scores (see the module doc).
 
     Example:
         >>> language_of_text("The cat is on the mat and it is asleep.")[:2]
         ('latin', 'english')
+        >>> language_of_text("Vitamin E is found in nuts")[:2], language_of_text("if (e) { return e; }")[:2]
+        (('latin', 'english'), ('latin', None))
         >>> language_of_text("12345 !!")
         (None, None, {})
     """
-    text = normalize(text[:_TEXT_CHARS])
+    raw = text[:_TEXT_CHARS]
+    text = normalize(raw)
     if text.isascii():
         letters = Counter({"latin": sum(1 for ch in text if ch.isalpha())})
     else:
@@ -170,6 +238,8 @@ def language_of_text(text: str) -> tuple[str | None, str | None, dict[str, float
         return script, None, {}
     if script == "cjk":
         return script, _cjk_language(text), {}
+    if script == "latin":
+        return (script, *_latin_language(raw))
     shared = _SHARED[script]
     scores = dict.fromkeys(candidates, 0.0)
     for token in _tokens(text):
@@ -186,9 +256,49 @@ def language_of_text(text: str) -> tuple[str | None, str | None, dict[str, float
     top = scores[ranked[0]]
     runner_up = scores[ranked[1]] if len(ranked) > 1 else 0.0
     evidence = {lang: round(scores[lang], 3) for lang in ranked if scores[lang] > 0}
-    if script == "latin":
-        return script, ranked[0] if top >= _MIN_LATIN_EVIDENCE and top > runner_up else None, evidence
     return script, ranked[0] if top > runner_up else candidates[0], evidence
+
+
+def _own_words(language: str) -> frozenset[str]:
+    """The function words that are evidence for ``language`` (English: its own; another: those English lacks)."""
+    words = FUNCTION_WORDS[language]
+    return words if language == _FALLBACK else words - FUNCTION_WORDS[_FALLBACK]
+
+
+def _accented(text: str) -> bool:
+    """Whether ``text`` holds a Latin letter English does not use (``é``, ``ß``, ``ı``, ``ø``, ...)."""
+    return not text.isascii() and any(not ch.isascii() and script_of(ch) == "latin" for ch in text)
+
+
+def _with_short_texts_grouped(texts: list[str]) -> list[tuple[str | None, str | None, dict[str, float]]]:
+    """Each text's vote (texts of fewer than 3 letters left out). A Latin-script text of fewer than 30 words that
+    abstains is judged with the others like it: sorted (so their order does not matter), they are read in groups
+    of 30 words or more, each group judged as one text, and a text of the group takes the group's language when
+    it uses one of that language's function words itself, or (a language not English) a Latin letter English
+    does not use; else it still abstains."""
+    votes = []
+    short: list[tuple[str, list[str]]] = []
+    for text in texts:
+        vote = language_of_text(text)
+        words = _latin_words(text[:_TEXT_CHARS]) if vote[0] == "latin" and vote[1] is None else []
+        if 0 < len(words) < _GROUP_WORDS:
+            short.append((text[:_TEXT_CHARS], words))
+        elif vote[0] is not None:
+            votes.append(vote)
+    short.sort()
+    group: list[tuple[str, list[str]]] = []
+    size = 0
+    for i, member in enumerate(short):
+        group.append(member)
+        size += len(member[1])
+        if size >= _GROUP_WORDS or i == len(short) - 1:
+            language, evidence = _latin_language("\n".join(text for text, _ in group))
+            own = _own_words(language) if language is not None else frozenset()
+            votes.extend(("latin", language, evidence) if own.intersection(words)
+                         or (language != _FALLBACK and _accented(text)) else ("latin", None, {})
+                         for text, words in group)  # fmt: skip
+            group, size = [], 0
+    return votes
 
 
 def _shares(counts: Counter[str], total: int) -> dict[str, float]:
@@ -215,8 +325,7 @@ def detect_language(texts: Iterable[Any], *, sample: int = DEFAULT_SAMPLE) -> La
         'no text has 3 letters or more: the default analyzer (English)'
     """
     seq = texts if isinstance(texts, (list, tuple)) else check_list(texts, "texts", "strings")  # not a str's letters
-    votes = [language_of_text(t) for t in sample_texts(seq, sample)]
-    votes = [v for v in votes if v[0] is not None]
+    votes = _with_short_texts_grouped(sample_texts(seq, sample))
     if not votes:
         return LanguageDetection(_FALLBACK, False, None, 0, reason="no text has 3 letters or more: the default "
                                  "analyzer (English)")
@@ -230,20 +339,25 @@ def detect_language(texts: Iterable[Any], *, sample: int = DEFAULT_SAMPLE) -> La
         return LanguageDetection(_FALLBACK, False, top, n, scripts, languages or {},
                                  f"{why}: the default analyzer (English)")
 
-    if 2 * count < n:
+    if 2 * count <= n:
         return unsure(f"no script holds a majority ({script} {count} of {n} texts)")
     if script not in SCRIPT_LANGUAGES:
         return unsure(f"{script} script ({count} of {n} texts) has no analyzer language here", script)
     decided = Counter(str(v[1]) for v in votes if v[0] == script and v[1] is not None)
     total = sum(decided.values())
     languages = _shares(decided, total) if total else {}
-    if script == "latin" and total < _MIN_LATIN_DECIDED * count:
-        return unsure(f"too few Latin-script texts use function words ({total} of {count})", script, languages)
     order = SCRIPT_LANGUAGES[script]
-    best = min(decided, key=lambda lang: (-decided[lang], order.index(lang)))
+    best = min(decided, key=lambda lang: (-decided[lang], order.index(lang))) if total else _FALLBACK
+    if script == "latin" and decided[best] < _MIN_LATIN_DECIDED * count:
+        return unsure(f"too few Latin-script texts have strong evidence ({decided[best]} of {count} for {best})",
+                      script, languages)
     share = f"{decided[best]} of {total} {script}-script texts that decided"
-    if script == "latin" and 2 * decided[best] < total:
+    if script == "latin" and 2 * decided[best] <= total:
         return unsure(f"no Latin-script language holds a majority ({best} {share})", script, languages)
+    english = sum(1 for v in votes if v[1] == _FALLBACK)
+    if best != _FALLBACK and decided[best] < _MARGIN * english:
+        return unsure(f"{best} has fewer than twice the texts English has ({decided[best]} against {english})",
+                      script, languages)
     how = "function words" if script not in ("cjk", "greek", "tamil", "armenian") else "characters"
     return LanguageDetection(best, True, script, n, scripts, languages,
                              f"{best}: {share} ({how}); {script} is {count} of {n} texts")

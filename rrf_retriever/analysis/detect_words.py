@@ -92,11 +92,12 @@ _WORDS = {
     "norwegian": "og at det som en er av for med til den har ikke om et på var men jeg skal fra kan eller når så "
     "også ved etter seg ble hva mye noe",
     "finnish": "ja on ei se että oli kun hän mutta niin tai ovat myös kuin sen joka mitä jos nyt vain ole olla "
-    "tämä siitä sekä joten",
-    "hungarian": "az és hogy nem is egy van meg de volt csak már mint még ez azt vagy ki el fel lesz mert kell után",
+    "tämä siitä sekä joten voi kanssa jo kaikki jotka eikä koska ilman kuten tässä sitä vielä eivät ennen jälkeen",
+    "hungarian": "az és hogy nem is egy van meg de volt csak már mint még ez azt vagy ki el fel lesz mert kell után "
+    "nincs lehet minden amely amelyek akkor itt hanem sem pedig nagyon",
     "romanian": "și în de la cu pe nu este că un sau mai din care se pentru ce sunt fost ca dar să al lui ale prin",
     "turkish": "ve bir bu da de için ile olarak çok daha en gibi ama ne var olan kadar sonra mi her şey ya değil "
-    "ise onun",
+    "ise onun veya ancak kendi göre tüm sadece bile çünkü önce şu hem ki nasıl neden",
     "indonesian": "yang dan di dari ini itu dengan untuk tidak dalam akan pada juga ke karena ada adalah oleh atau "
     "bisa saya kami mereka sudah telah",
     "catalan": "el la els les de del que en per amb no és una un es al com més però són dels seva seu també ha "

@@ -40,6 +40,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.handle import SharedHandle
 from rrf_retriever.engine.journal import Journal, open_journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, as_leg
@@ -59,7 +60,7 @@ from rrf_retriever.errors import (
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
-from rrf_retriever.types import FusedHit, Record, SearchResult
+from rrf_retriever.types import Record, SearchResult
 from rrf_retriever.validate import check_ids, check_mapping
 
 __all__ = ["HybridEngine"]
@@ -151,6 +152,7 @@ class HybridEngine(SharedHandle):
         # locks with the parent, and using them there hangs or splits the stores.
         self._pid = os.getpid()
         self._writes = WriteUnit(self._legs, open_journal(journal))
+        self._background = BackgroundCache(self._legs, lambda: self._writes.changes)
         if self._writes.journal is not None:
             self.recover()
 
@@ -246,14 +248,10 @@ class HybridEngine(SharedHandle):
                 self._writes.journal.close()
 
     def _finish(self, q: Query, outcomes: Any, embedded: Any) -> SearchResult:
-        expansion = self._expansion
-        if expansion is None:
-            return finish(q, outcomes, embedded, lookup=self._lookup, vectors=self._vectors)
-
-        def expand(hits: list[FusedHit], q: Query) -> list[FusedHit]:
-            return expansion.neighbours(hits, q.top_k, q.flt, q.excl, self._lookup, q.options.expand_limit)
-
-        return finish(q, outcomes, embedded, expand, self._lookup, self._vectors)
+        expansion, lookup = self._expansion, self._lookup
+        expand = None if expansion is None else (
+            lambda hits, q: expansion.neighbours(hits, q.top_k, q.flt, q.excl, lookup, q.options.expand_limit))
+        return finish(q, outcomes, embedded, expand, lookup, self._vectors, self._background)
 
     def _vectors(self, ids: list[str]) -> Mapping[str, Sequence[float]]:
         """Stored dense vectors by id, for the diversity stage: from the dense store of :func:`main_dense_leg`

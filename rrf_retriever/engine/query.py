@@ -20,12 +20,14 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from rrf_retriever.engine import stages
+from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.legs import Leg, NotedHits
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
@@ -40,6 +42,7 @@ from rrf_retriever.errors import (
     StoreError,
 )
 from rrf_retriever.fusion import fuse
+from rrf_retriever.relevance import query_level
 from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
 from rrf_retriever.validate import (
@@ -196,6 +199,7 @@ def finish(
     expand: Callable[[list[FusedHit], Query], list[FusedHit]] | None = None,
     lookup: Callable[[list[str]], list[Record]] | None = None,
     vectors: Vectors | None = None,
+    background: BackgroundCache | None = None,
 ) -> SearchResult:
     """Collect the leg outcomes (degrade or raise), fuse, run the result stages, and build the trace.
 
@@ -203,7 +207,8 @@ def finish(
     query (the normalized score, ``pinned_ids`` looked up by ``lookup``, ``score_threshold``, ``diversity`` over the
     stored vectors ``vectors`` gives, the reranker, pinned hits back on the first page, the page, 1-hop expansion
     by ``expand``). The pool they see is the fused list to the deepest depth one of them needs
-    (:func:`~rrf_retriever.engine.stages.pool_depth`).
+    (:func:`~rrf_retriever.engine.stages.pool_depth`). The relevance's level reads the hits' dense cosines
+    against ``background`` (:func:`~rrf_retriever.relevance.query_level`; None: level 1.0), hit by hit.
 
     A query whose legs were all dropped because the query embedding failed (only dense legs active: an embedding
     outage with the keyword weight at 0) answers no hits, degraded, rather than fail.
@@ -248,7 +253,8 @@ def finish(
         raise AllLegsFailedError(msg) from first_error
     for text in warning_texts:
         warn_degraded(text)
-    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts)
+    run = StageRun(q, lookup, vectors, expand, warnings=warning_texts,
+                   level=_level(q, ranked, background, vectors))
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
     if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
@@ -261,6 +267,39 @@ def finish(
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("rrf_retriever query trace: %s", trace)
     return SearchResult(hits, trace)
+
+
+def _level(q: Query, ranked: Mapping[str, list[Hit]], background: BackgroundCache | None,
+           vectors: Vectors | None) -> Callable[[list[FusedHit]], list[float]] | None:
+    """The hits' levels from their cosines: in the main dense leg (a hit it did not return: that leg's lowest
+    cosine, an upper bound of its own), else, when that leg sat out but the caller gave the query vector, with the
+    hits' stored vectors (as the diversity stage reads them). None (level 1.0): no cosine to read, or no background."""
+    name = background.dense_leg() if background is not None else None
+    if background is None or name is None:
+        return None
+    dense = ranked.get(name)
+    query_vector = q.query_vector
+    if not dense and (query_vector is None or vectors is None):
+        return None
+
+    def levels(hits: list[FusedHit]) -> list[float]:
+        scale = background.get()
+        if scale is None:
+            return [1.0] * len(hits)
+        if dense:
+            floor = min(float(h.score) for h in dense)
+            return [query_level(h.scores.get(name, floor), scale) for h in hits]
+        stored = vectors([h.id for h in hits]) if vectors is not None else {}
+        return [query_level(_cosine(query_vector, stored[h.id]) if h.id in stored else None, scale) for h in hits]
+
+    return levels
+
+
+def _cosine(a: Sequence[float] | None, b: Sequence[float]) -> float | None:
+    if a is None:
+        return None
+    norm = math.sqrt(math.fsum(x * x for x in a) * math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b)) / norm if norm > 0 else None
 
 
 def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],

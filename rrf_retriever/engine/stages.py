@@ -3,7 +3,8 @@
 Each :class:`Stage` has a ``name``, ``applies(run)`` (does this query ask for it?) and ``run(hits, run)``; the
 engine's :func:`~rrf_retriever.engine.query.finish` runs every stage that applies, in this order:
 
-1. ``normalize``: the normalized score on every hit (score / the best possible score, in [0, 1]);
+1. ``normalize``: the normalized score on every hit (score / the best possible score, in [0, 1]) and the
+   relevance (times the hit's level, non-increasing: :mod:`rrf_retriever.relevance`);
 2. ``pinned``: ``pinned_ids`` in scope are in the first page, marked ``rrf_pinned`` (:func:`pin`);
 3. ``threshold``: ``score_threshold`` on the normalized score (pinned hits stay);
 4. ``diversity``: MMR over the candidates' stored vectors (:func:`diversify`);
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rrf_retriever.diversity import mmr_order
 from rrf_retriever.engine.rerank import call_reranker
 from rrf_retriever.errors import InvalidTypeError
+from rrf_retriever.relevance import relevance_scores
 from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.types import FusedHit, Record
 from rrf_retriever.validate import MAX_TOP_K, check_top_k
@@ -267,6 +269,7 @@ class StageRun:
         ms: Each timed stage's time, by name (the trace's ``stages_ms``).
         counts: What the stages counted (the trace's ``stage_counts``).
         warnings: The query's warnings (a stage that degrades adds its own).
+        level: The hits' levels (:func:`~rrf_retriever.relevance.query_level` of their dense cosines); None: 1.0.
     """
 
     query: Query
@@ -276,6 +279,7 @@ class StageRun:
     ms: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    level: Callable[[list[FusedHit]], list[float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -341,7 +345,10 @@ def _normalized(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:
     best = best_possible_score(run.query)
     if best <= 0:
         return hits
-    return [replace(h, normalized_score=min(1.0, h.score / best)) for h in hits]
+    normalized = [min(1.0, h.score / best) for h in hits]
+    levels = [1.0] * len(hits) if run.level is None else run.level(hits)
+    return [replace(h, normalized_score=n, relevance=r)
+            for h, n, r in zip(hits, normalized, relevance_scores(normalized, levels))]
 
 
 def _pinned(hits: list[FusedHit], run: StageRun) -> list[FusedHit]:

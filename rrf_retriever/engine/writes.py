@@ -159,6 +159,7 @@ class WriteUnit:
         self.journal = journal
         self.chunk_size = check_int(chunk_size, "chunk_size", 1)
         self.lock = threading.RLock()
+        self.changes = 0  # documents written (added or deleted) so far: the cosine background's refresh reads it
 
     @property
     def legs(self) -> list[tuple[str, StoreLeg]]:
@@ -295,6 +296,7 @@ class WriteUnit:
         # write, so that it can never be replayed over this write (a delete undone on the next open).
         if self.journal is not None and self.journal.pending():
             self.recover()
+        self.changes += len(ids)
         try:
             before = {name: leg.snapshot(ids) for name, leg in self._legs}
             seq = begin()

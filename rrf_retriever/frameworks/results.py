@@ -12,7 +12,7 @@ LlamaIndex's ``QueryFusionRetriever`` deduplicate and fuse by).
 Example:
     >>> from rrf_retriever.types import FusedHit
     >>> sorted(result_metadata(FusedHit("a", "text", {"lang": "en"}, 0.5, {"keyword": 1}, {"keyword": 2.0})))
-    ['lang', 'rrf_ranks', 'rrf_score', 'rrf_score_normalized', 'rrf_scores']
+    ['lang', 'rrf_ranks', 'rrf_relevance', 'rrf_score', 'rrf_score_normalized', 'rrf_scores']
 """
 
 from __future__ import annotations
@@ -42,18 +42,20 @@ __all__ = [
 
 #: Metadata keys this retriever adds to every result; excluded from LlamaIndex's LLM and embedding metadata.
 RRF_METADATA_KEYS = (
-    "rrf_score", "rrf_score_normalized", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
+    "rrf_score", "rrf_score_normalized", "rrf_relevance", "rrf_ranks", "rrf_scores", "rrf_expanded_from", "rrf_pinned",
     "rrf_rerank_score",
 )
 
 
 def result_metadata(hit: FusedHit) -> dict[str, Any]:
-    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
+    """The user's metadata plus how the hit was scored (``rrf_score``, ``rrf_score_normalized``, ``rrf_relevance``,
+    ``rrf_ranks``, ``rrf_scores``); LlamaIndex's
     bookkeeping keys of a node-written document hidden (:func:`~rrf_retriever.metadata.public_metadata`:
     ``ref_doc_id`` stays, ``_node_content`` goes)."""
     metadata = public_metadata(hit.metadata, hit.id)
     metadata["rrf_score"] = hit.score
     metadata["rrf_score_normalized"] = hit.normalized_score
+    metadata["rrf_relevance"] = hit.relevance
     metadata["rrf_ranks"] = dict(hit.ranks)
     metadata["rrf_scores"] = dict(hit.scores)
     return metadata

@@ -16,8 +16,10 @@ Decisions (the contract, each guarded by a test):
   alone (the dense store's own scores). Pass ``query_vector=`` to :meth:`similarity_search` for a hybrid search
   with a vector you embedded yourself.
 * ``as_retriever()`` is LangChain's own ``VectorStoreRetriever`` (its type, search types and tags, as LangChain
-  code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` thresholds the
-  normalized fused score. :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
+  code expects), answering with this store's hybrid results; ``"similarity_score_threshold"`` (and
+  ``similarity_search_with_relevance_scores``) thresholds the relevance (:mod:`rrf_retriever.relevance`: the
+  normalized fused score times how strongly the corpus matches the query, low for an unrelated query).
+  :meth:`RRFVectorStore.as_hybrid_retriever` is our retriever over the same engine.
 * ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) is our ``diversity`` stage: MMR
   over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda, ``fetch_k`` the candidates (each
   leg's depth for the call: ``search_kwargs={"k": 5, "fetch_k": 50}`` as LangChain's docstring has it). The
@@ -307,12 +309,15 @@ class RRFVectorStore(CheckedVectorStore):
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        return self.similarity_search_with_score(query, k, **kwargs)  # already a relevance in [0, 1]
+        # The relevance (rrf_relevance): in [0, 1], in the fused order, low for a query the corpus does not match.
+        result = self.retriever.search(query, **self._options(k, kwargs.pop("filter", None), kwargs))
+        return [(_document(h), h.relevance) for h in result.hits]
 
     async def _asimilarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        return await self.asimilarity_search_with_score(query, k, **kwargs)
+        result = await self.retriever.asearch(query, **self._options(k, kwargs.pop("filter", None), kwargs))
+        return [(_document(h), h.relevance) for h in result.hits]
 
     def max_marginal_relevance_search(
         self, query: str, k: int = 4, fetch_k: int | None = None, lambda_mult: float = 0.5, filter: Any = None,

@@ -17,8 +17,10 @@ LlamaIndex's own retriever does; the keyword leg always searches ``query_str``.
 
 ``score=`` (a constructor keyword): what ``NodeWithScore.score`` holds: ``"raw"`` (default, as before) the fused
 RRF score (about 1/61 for a first place: comparable within one query only), ``"normalized"`` the fused score over
-the best the active weights allow, in [0, 1] (``rrf_score_normalized``): the one a ``SimilarityPostprocessor``
-cutoff means something for. Both stay in the metadata either way.
+the best the active weights allow, in [0, 1] (``rrf_score_normalized``: rank-based, the first in every leg is 1.0
+whatever the query), ``"relevance"`` that times how strongly the corpus matches the query (``rrf_relevance``,
+:mod:`rrf_retriever.relevance`: low for an unrelated query), the one a ``SimilarityPostprocessor`` cutoff means
+something for. All three stay in the metadata either way.
 
 Nodes keep what a LlamaIndex vector store keeps (id, text, metadata, ``ref_doc_id``, relationships, excluded keys,
 templates; see :mod:`rrf_retriever.llama_index.nodes`): ``insert_nodes(nodes)`` upserts by node id,
@@ -65,7 +67,7 @@ __all__ = ["LlamaIndexRRFRetriever", "LlamaIndexSide", "RRFRetrievalTraceEvent",
 
 dispatcher = get_dispatcher(__name__)
 #: What ``NodeWithScore.score`` may hold (the ``score=`` keyword).
-SCORES = ("raw", "normalized")
+SCORES = ("raw", "normalized", "relevance")
 
 
 class RRFRetrievalTraceEvent(BaseEvent):
@@ -266,6 +268,8 @@ class LlamaIndexSide(FrameworkSide, BaseRetriever):
         nws = to_node_with_score(hit)
         if self._node_score == "normalized":
             nws.score = hit.normalized_score
+        elif self._node_score == "relevance":
+            nws.score = hit.relevance
         return nws
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -25,11 +25,14 @@ the ``IndexNode`` s only, as LlamaIndex asks; build it with ``store_nodes_overri
 An ``IndexNode``'s ``obj`` that is not a node is kept in memory by the store (not on disk) and set on the nodes a
 query returns, so recursive retrieval follows it; ``VectorStoreIndex`` also keeps it in its own ``object_map``.
 
-``similarities`` are our normalized fused score, in [0, 1]: the fused score over the best score the query's active
-weights allow (1.0 = first in every active leg). It is rank-based: in one-leg modes the first hit is 1.0 and the
-next ones decline slowly (rank 2: 61/62); in ``hybrid`` a hit first in one leg only scores that leg's share of the
-weights (0.5 at ``alpha=0.5``), so ``SimilarityPostprocessor(similarity_cutoff=0.7)`` keeps what both legs rank
-high. The raw scores (cosine for dense, BM25 for keyword) are in ``node.metadata["rrf_scores"]``.
+``similarities`` are our relevance (``rrf_relevance``, :mod:`rrf_retriever.relevance`), in [0, 1] and in the fused
+order: the normalized fused score (``rrf_score_normalized``: the fused score over the best the query's active weights
+allow, rank-based) times how well the hit matches at all (its dense cosine against the corpus's own random-pair
+cosines). So ``SimilarityPostprocessor(similarity_cutoff=0.7)`` keeps nothing for an unrelated query and keeps a
+strong match. In keyword-only modes (``sparse``, ``text_search``) the dense leg is not searched; a query with a
+``query_embedding`` gets the level from the hits' stored vectors, one without (LlamaIndex's own retriever embeds
+nothing in these modes) the normalized score: rank-based, the first hit 1.0. The fused ``rrf_score`` and the raw
+scores (cosine for dense, BM25 for keyword: ``rrf_scores``) are in ``node.metadata``.
 
 Example:
     >>> from llama_index.core.schema import TextNode
@@ -262,7 +265,7 @@ class RRFVectorStore(BasePydanticVectorStore):
         return await asyncio.to_thread(self.get_nodes, node_ids, filters, limit=limit)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities`` in [0, 1].
+        """Answer a LlamaIndex query in its ``mode`` (see the module docstring); ``similarities``: the relevance.
 
         ``kwargs`` (LlamaIndex's ``vector_store_kwargs``): ``mmr_threshold``, the MMR lambda of mode ``mmr`` as
         ``SimpleVectorStore`` takes it (0: the most diverse, 1: relevance only; default
@@ -306,6 +309,8 @@ class RRFVectorStore(BasePydanticVectorStore):
             options["exclude_ids"] = self._others(check_ids(query.node_ids, "node_ids"))
         if mode in _KEYWORD_ONLY:
             options["weights"] = {"dense": 0.0}
+            if query.query_embedding is not None:  # not searched: the relevance reads the hits' cosines with it
+                options["query_vector"] = list(query.query_embedding)
         else:
             if query.query_embedding is None:
                 msg = f"mode {mode.value!r} needs the query_embedding (LlamaIndex's embed_model computes it)"
@@ -354,5 +359,5 @@ class RRFVectorStore(BasePydanticVectorStore):
         for node in nodes:  # the object an IndexNode pointed to when it was added (not stored: kept in memory)
             if isinstance(node, IndexNode) and node.obj is None and node.index_id in self._objects:
                 node.obj = self._objects[node.index_id]
-        return VectorStoreQueryResult(nodes=nodes, similarities=[hit.normalized_score for hit in result.hits],
+        return VectorStoreQueryResult(nodes=nodes, similarities=[hit.relevance for hit in result.hits],
                                       ids=[hit.id for hit in result.hits])

@@ -51,7 +51,8 @@ def test_scoring_stays_readable_and_isinstance_document() -> None:
     doc = to_langchain_document(FusedHit("a", "text", {"lang": "en"}, 0.5, {"keyword": 1}, {"keyword": 2.0}))
     assert isinstance(doc, Document) and doc.type == "Document"
     assert doc.metadata == {"lang": "en", "rrf_score": 0.5, "rrf_score_normalized": doc.metadata[
-        "rrf_score_normalized"], "rrf_ranks": {"keyword": 1}, "rrf_scores": {"keyword": 2.0}}
+        "rrf_score_normalized"], "rrf_relevance": doc.metadata["rrf_relevance"], "rrf_ranks": {"keyword": 1},
+        "rrf_scores": {"keyword": 2.0}}
     assert str(doc) == str(Document(page_content="text", metadata=doc.metadata))  # what a prompt sees
 
 

@@ -1,0 +1,65 @@
+"""The engine's cosine background (rrf_retriever.engine.background): measured on the stored vectors, again after
+enough writes; without one (too few vectors) the relevance is the normalized score."""
+
+from __future__ import annotations
+
+import math
+
+from rrf_retriever import EnsembleRRFRetriever
+from rrf_retriever.engine.background import BackgroundCache
+from rrf_retriever.relevance import cosine_background, query_level
+
+#: Twelve documents in 12-D, each on its own axis with a little of the next one: a query on a document's vector has
+#: one strong match, its neighbours share a little (cosine 0.28), the others nothing.
+VECTORS = {f"d{i}": [1.0 if j == i else 0.3 if j == (i + 1) % 12 else 0.0 for j in range(12)] for i in range(12)}
+IDS = list(VECTORS)
+
+
+class Table:
+    """Embeds a text as the vector stored under it (the texts are the VECTORS keys)."""
+
+    dimension = 12
+    model_id = "table"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [VECTORS[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return VECTORS[text]
+
+
+def test_too_few_vectors_give_the_normalized_score_and_enough_writes_measure_the_background() -> None:
+    retriever = EnsembleRRFRetriever.from_texts(IDS[:3], Table(), ids=IDS[:3], weights={"keyword": 0.0})
+    try:
+        hits = retriever.search("d0", k=3).hits
+        assert [h.relevance for h in hits] == [h.normalized_score for h in hits]  # 3 vectors: no background
+        retriever.add_texts(IDS[3:], ids=IDS[3:])
+        hits = retriever.search("d0", k=3).hits
+        scale = cosine_background(list(VECTORS.values()))
+        assert scale is not None
+        expected = [min(1.0, h.normalized_score * query_level(h.scores["dense"], scale)) for h in hits]
+        running = [min(expected[: i + 1]) for i in range(len(expected))]
+        assert all(math.isclose(h.relevance, r, rel_tol=1e-5, abs_tol=1e-9) for h, r in zip(hits, running))
+        assert hits[0].id == "d0" and hits[0].relevance > 0.99 and hits[1].relevance < 0.3
+    finally:
+        retriever.close()
+
+
+def test_no_dense_store_has_no_background() -> None:
+    cache = BackgroundCache({}, lambda: 0)
+    assert cache.dense_leg() is None and cache.get() is None
+
+
+def test_keyword_only_with_the_query_vector_reads_the_hits_stored_vectors() -> None:
+    retriever = EnsembleRRFRetriever.from_texts(IDS, Table(), ids=IDS)
+    try:
+        scale = cosine_background(list(VECTORS.values()))
+        assert scale is not None
+        with_vector = retriever.search("d0", weights={"dense": 0.0}, query_vector=VECTORS["d1"]).hits
+        assert [h.id for h in with_vector] == ["d0"] and set(with_vector[0].ranks) == {"keyword"}
+        cosine = 0.3 / (1.0 + 0.09)  # d0 against d1's vector: they share d1's axis
+        assert math.isclose(with_vector[0].relevance, query_level(cosine, scale), rel_tol=1e-5)
+        without = retriever.search("d0", weights={"dense": 0.0}).hits
+        assert without[0].relevance == without[0].normalized_score == 1.0  # no vector: rank-based
+    finally:
+        retriever.close()
