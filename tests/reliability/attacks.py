@@ -61,7 +61,6 @@ ATTACKS = ("string_ids", "language", "duplicate_keys", "bad_last_vector", "node_
            "links", "long_query", "node_ids", "symlink", "wrong_types", "dialects")
 #: Attacks whose fix is not on this branch yet (skipped by default; the coordinator empties this as fixes land).
 PENDING = frozenset({
-    "language",  # branch detect (item 2)
     "bad_last_vector", "dense_paths", "int_filter", "long_query",  # branch bounds (items 4, 6, 7, 9)
 })
 
