@@ -22,6 +22,10 @@ Decisions (the contract, each guarded by a test):
   over the hybrid candidates' stored dense vectors, ``lambda_mult`` its lambda.
 * ``filter`` is our Mongo-style filter; PGVector's operators are translated and other stores' dialects refused by
   name (:mod:`rrf_retriever.scope.dialects`).
+* ``datetime`` / ``date`` metadata is stored as its ISO 8601 string and comes back as that string (as from Qdrant);
+  it filters by range (``{"created_at": {"$gte": datetime(2024, 1, 1)}}``, :mod:`rrf_retriever.scope.dates`). So
+  ``TimeWeightedVectorStoreRetriever`` works over this store: its ``current_time`` argument, which it passes on to
+  ``add_documents``, is taken and dropped (it is already in the metadata it wrote).
 
 Example:
     >>> from rrf_retriever import HashingEmbedding
@@ -65,6 +69,12 @@ __all__ = ["RRFVectorStore"]
 
 def _document(hit: FusedHit | Hit) -> Document:
     return Document(id=hit.id, page_content=hit.text, metadata=public_metadata(hit.metadata, hit.id))
+
+
+def _time_weighted(kwargs: dict[str, Any]) -> None:
+    """Drop the ``current_time`` LangChain's ``TimeWeightedVectorStoreRetriever.add_documents`` passes on to its
+    store: it has already written it into each document's ``last_accessed_at`` / ``created_at``."""
+    kwargs.pop("current_time", None)
 
 
 def _no_extra(kwargs: dict[str, Any], method: str) -> None:
@@ -177,12 +187,14 @@ class RRFVectorStore(VectorStore):
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        _time_weighted(kwargs)
         _no_extra(kwargs, "add_documents")
         return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        _time_weighted(kwargs)
         _no_extra(kwargs, "aadd_documents")
         return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids),
                                                    show_progress=show)

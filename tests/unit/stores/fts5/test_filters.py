@@ -56,14 +56,15 @@ def test_a_schema_2_file_is_migrated_on_open_and_scopes_exactly(tmp_path: Path) 
         conn.execute("UPDATE rrf_meta SET value = '2' WHERE key = 'schema_version'")
     conn.close()
     with FTS5KeywordStore(path) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == FTS5KeywordStore.SCHEMA_VERSION
         assert store.count() == len(METAS)
         assert {r.id: r.metadata for r in store.get(list(METAS))} == METAS  # nothing stored is lost
         for flt in FILTERS:
             assert sorted(h.id for h in store.search("alpha", 20, filter=flt)) == _expected(flt), flt
             assert store.ids_matching(flt) == _expected(flt), flt
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM rrf_meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM rrf_meta WHERE key = 'schema_version'").fetchone() == (
+        str(FTS5KeywordStore.SCHEMA_VERSION),)
     conn.close()
 
 
