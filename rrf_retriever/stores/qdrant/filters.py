@@ -66,6 +66,7 @@ from rrf_retriever.stores.qdrant.int_runs import (
 __all__ = [
     "IS_EMPTY",
     "MAX_LISTED_INTEGERS",
+    "MAX_RESOLVED_LEAVES",
     "NOTHING",
     "RESOLVE",
     "Bounds",
@@ -125,6 +126,9 @@ class _Resolve:
 RESOLVE: Any = _Resolve()
 #: The leaves resolved to point ids before a filter is compiled.
 RESOLVED_NODES = (DateRange, Contains)
+#: The most distinct ``DateRange`` / ``Contains`` leaves one filter may hold in a Qdrant store: each costs a scroll
+#: of the points holding its key (shared by the leaves of one key) and a ``HasId`` as long as its matches.
+MAX_RESOLVED_LEAVES = 64
 
 
 class FilterHooks(Protocol):
@@ -172,11 +176,17 @@ def compile_filter(
             that has such leaves compiles to :data:`RESOLVE`.
 
     Raises:
-        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers.
+        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers, or holds more
+            than :data:`MAX_RESOLVED_LEAVES` date ranges and substrings.
     """
     if node is None:
         return True
-    if resolved is None and resolved_leaves(node):
+    if resolved is None and (leaves := resolved_leaves(node)):
+        if len(leaves) > MAX_RESOLVED_LEAVES:
+            msg = (f"the filter holds {len(leaves)} date ranges and substrings ($contains, $icontains); a Qdrant "
+                   f"store resolves at most {MAX_RESOLVED_LEAVES} per filter (each scans the points holding its "
+                   "key); combine them or use equality")
+            raise InvalidFilterError(msg)
         return RESOLVE
     return _Compiler(hooks, flat_limit, work if work is not None else FilterWork(), resolved or {}).node(node)
 

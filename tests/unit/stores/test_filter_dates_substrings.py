@@ -31,6 +31,7 @@ from rrf_retriever.stores.qdrant import (
     QdrantHybridStore,
     QdrantKeywordStore,
 )
+from rrf_retriever.stores.qdrant.filters import MAX_RESOLVED_LEAVES
 from tests.unit.stores.filter_strategies import QUERY_WORD, assert_store_scopes_exactly
 
 _FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -273,3 +274,18 @@ def test_dates_come_back_as_iso_strings_and_equal_only_strings(stores: dict[str,
         # 09:30+02:00 is 07:30 UTC, before the naive 09:30 (read as UTC): instants, not the strings' order.
         assert store.ids_matching({"at": {"$gt": "2024-01-01T08:00:00Z"}}) == ["d0"], kind
         assert store.ids_matching({"at": {"$gte": date(2024, 1, 1), "$lt": naive}}) == ["d1", "d2", "d4"], kind
+
+
+def test_a_qdrant_store_refuses_more_resolved_leaves_than_it_scans_for(stores: dict[str, Any]) -> None:
+    # Each date range or substring costs a Qdrant store a scroll of its key's points and an id list: bounded.
+    many = {"$or": [{"s": {"$contains": f"x{i}"}} for i in range(MAX_RESOLVED_LEAVES + 1)]}
+    fine = {"$or": [{"s": {"$contains": f"x{i}"}} for i in range(MAX_RESOLVED_LEAVES)]}
+    for kind, store in stores.items():
+        store = _emptied(store)
+        store.add(["a", "b"], [QUERY_WORD] * 2, [{"s": "x7"}, {"s": "y"}])
+        assert store.ids_matching(fine) == ["a"], kind
+        if kind in ("fts5", "bm25"):
+            assert store.ids_matching(many) == ["a"], kind  # no scan per leaf there: no such bound
+        else:
+            with pytest.raises(InvalidFilterError, match="at most 64"):
+                store.ids_matching(many)
