@@ -2,6 +2,8 @@
 (``last_accessed_at``, ``created_at``) and passes ``current_time`` on to the store; both are taken, so an old relevant
 memory is found beyond its recency buffer. The dates come back as ISO 8601 strings and filter by range, in every
 stack (qdrant-edge + BM25, the default; FTS5 + Qdrant local mode; one Qdrant local-mode collection for both legs).
+A date in LangChain's structured query (``{"date": ..., "type": "date"}``, what ``SelfQueryRetriever``'s parser
+makes of ``date("2022-06-01")``) is a range over those strings too.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 import pytest
 from langchain_classic.retrievers import TimeWeightedVectorStoreRetriever
 from langchain_core.documents import Document
+from langchain_core.structured_query import Comparator, Comparison, Operation, Operator
 
 from rrf_retriever import HashingEmbedding
-from rrf_retriever.langchain import RRFVectorStore
+from rrf_retriever.langchain import RRFTranslator, RRFVectorStore
 
 STACKS = [{}, {"keyword": "fts5", "dense": "qdrant"}, {"keyword": "qdrant", "dense": "qdrant"}]
 OLD = "Paris is the capital of France"
@@ -61,5 +64,21 @@ def test_the_async_path_takes_the_same_writes() -> None:
 
     try:
         assert [d.page_content for d in asyncio.run(run())] == [OLD]
+    finally:
+        store.close()
+
+
+def test_a_structured_query_date_is_a_date_range() -> None:
+    store = RRFVectorStore(HashingEmbedding(64))
+    try:
+        store.add_texts(["robots in space", "robots in the rain", "robots at sea"], ids=["a", "b", "c"],
+                        metadatas=[{"released": datetime(2021, 3, 1)}, {"released": "2022-06-01T20:00:00+02:00"},
+                                   {"released": datetime(2023, 1, 1).date()}])
+        since = Comparison(comparator=Comparator.GTE, attribute="released",
+                           value={"date": "2022-06-01", "type": "date"})
+        before = Comparison(comparator=Comparator.LT, attribute="released", value={"date": "2023-01-01", "type": "date"})
+        flt = Operation(operator=Operator.AND, arguments=[since, before]).accept(RRFTranslator())
+        assert flt == {"$and": [{"released": {"$gte": "2022-06-01"}}, {"released": {"$lt": "2023-01-01"}}]}
+        assert [d.id for d in store.similarity_search("robots", k=3, filter=flt)] == ["b"]  # 18:00 UTC on June 1
     finally:
         store.close()
