@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError
+from rrf_retriever.scope.dates import iso_metadata
 
 __all__ = [
     "INT64_MAX",
@@ -290,6 +291,7 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
             msg = (f"metadatas[{i}]: the key {key[:80]!r} is reserved: the {RESERVED_METADATA_PREFIX!r} prefix marks "
                    "how a result was scored (rrf_score, rrf_pinned, ...), never stored data; rename the key")
             raise InvalidArgumentError(msg)
+    out = iso_metadata(out)  # dates and datetimes are stored as ISO 8601 strings (scope.dates)
     try:
         depth = _nesting_depth(out)
     except InvalidArgumentError as exc:
@@ -364,7 +366,8 @@ def validate_batch(
     """Check an ``add`` batch before anything is written, so a bad batch changes nothing.
 
     Ids must be unique non-empty strings, texts strings (valid Unicode), metadata JSON-serialisable
-    mappings with string keys (none starting with ``rrf_``, no integer outside int64); the three sequences have
+    mappings with string keys (none starting with ``rrf_``, no integer outside int64; a ``date`` or ``datetime``
+    becomes its ISO 8601 string, :mod:`rrf_retriever.scope.dates`); the three sequences have
     the same length. The lists returned are :class:`CheckedList`: given back together, they pass unchecked.
 
     Example:

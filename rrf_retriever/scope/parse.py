@@ -15,11 +15,25 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import NamedTuple
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError
+from rrf_retriever.scope.dates import date_micros, iso_value
 from rrf_retriever.scope.dialects import refuse_foreign
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, FilterSpec, FilterValue, Match, Not, Range
+from rrf_retriever.scope.tree import (
+    AllOf,
+    AnyOf,
+    Contains,
+    DateRange,
+    Exists,
+    FilterNode,
+    FilterSpec,
+    FilterValue,
+    Match,
+    Not,
+    Range,
+)
 from rrf_retriever.validate import INT64_MAX, INT64_MIN, check_ids, check_unicode
 
 __all__ = [
@@ -41,10 +55,12 @@ MAX_FILTER_VALUES = 10_000
 MAX_NODES = 10_000
 MAX_DEPTH = 32
 _RANGE_OPS = ("$gt", "$gte", "$lt", "$lte")
-_KEY_OPS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", "$not", *_RANGE_OPS})
+#: Substring operators: ``$contains`` (case-sensitive) and ``$icontains`` (``str.lower()`` on both sides).
+_TEXT_OPS = ("$contains", "$icontains")
+_KEY_OPS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", "$not", *_RANGE_OPS, *_TEXT_OPS})
 _LOGIC_OPS = frozenset({"$and", "$or", "$not"})
 _LISTS = (list, tuple, set, frozenset)
-_NODES = (Match, Range, Exists, AllOf, AnyOf, Not)
+_NODES = (Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not)
 
 
 def _fail(msg: str) -> InvalidFilterError:
@@ -70,6 +86,8 @@ def _check_filter_value(key: str, value: object) -> FilterValue:
             msg = f"filter value for {key!r} is out of the 64-bit integer range: {value}"
             raise _fail(msg)
         return value
+    if isinstance(value, date):
+        return iso_value(value)  # compared as the ISO 8601 string a date is stored as
     if isinstance(value, str):
         if "\x00" in value:
             msg = f"filter value for {key!r} contains a NUL character"
@@ -187,7 +205,7 @@ def _parse_key(key: str, raw: object, budget: _Budget, depth: int) -> FilterNode
         msg = f"filter for {key!r} is an empty mapping: name an operator ($eq, $in, $gt, ...)"
         raise _fail(msg)
     nodes: list[FilterNode] = []
-    bounds: dict[str, float | int] = {}
+    bounds: dict[str, object] = {}
     for op in sorted(raw, key=str):
         arg = raw[op]
         if not isinstance(op, str) or op not in _KEY_OPS:
@@ -195,7 +213,9 @@ def _parse_key(key: str, raw: object, budget: _Budget, depth: int) -> FilterNode
                    f"{', '.join(sorted(_KEY_OPS))} (a plain mapping is not a filter value)")
             raise _fail(msg)
         if op in _RANGE_OPS:
-            bounds[op[1:]] = _check_bound(key, op, arg)
+            bounds[op[1:]] = arg  # checked by _range_node: numbers, or dates
+        elif op in _TEXT_OPS:
+            nodes.append(_contains_node(key, op, arg))
         elif op in ("$eq", "$ne"):
             if isinstance(arg, (*_LISTS, Mapping)):
                 msg = f"{op} on {key!r} takes one value, not a {type(arg).__name__} (use $in / $nin for several)"
@@ -219,7 +239,7 @@ def _parse_key(key: str, raw: object, budget: _Budget, depth: int) -> FilterNode
                 raise _fail(msg)
             nodes.append(Not(_parse_key(key, arg, budget, depth + 1)))
     if bounds:
-        nodes.append(Range(key, **bounds))
+        nodes.append(_range_node(key, bounds))
     return nodes[0] if len(nodes) == 1 else AllOf(tuple(nodes))
 
 
@@ -242,6 +262,21 @@ def _check_node(node: FilterNode, budget: _Budget, depth: int) -> FilterNode:
         for op, value in bounds.items():
             _check_bound(key, f"${op}", value)
         return node
+    if isinstance(node, DateRange):
+        key = _check_key(node.key)
+        dated = {op: getattr(node, op) for op in ("gt", "gte", "lt", "lte") if getattr(node, op) is not None}
+        checked = _range_node(key, dated)
+        if not isinstance(checked, DateRange):
+            msg = f"DateRange on {key!r} needs ISO 8601 date bounds, not {dated!r:.60}"
+            raise _fail(msg)
+        return node if checked == node else checked
+    if isinstance(node, Contains):
+        key = _check_key(node.key)
+        if not isinstance(node.ignore_case, bool):
+            msg = f"Contains.ignore_case on {key!r} must be a bool, not {node.ignore_case!r:.60}"
+            raise _fail(msg)
+        checked_text = _contains_node(key, "$icontains" if node.ignore_case else "$contains", node.text)
+        return node if checked_text == node else checked_text
     if isinstance(node, Exists):
         _check_key(node.key)
         return node
@@ -254,8 +289,36 @@ def _check_node(node: FilterNode, budget: _Budget, depth: int) -> FilterNode:
             raise _fail(msg)
         parts = tuple(_check_node(p, budget, depth + 1) for p in node.parts)
         return node if all(a is b for a, b in zip(parts, node.parts)) else type(node)(parts)
-    msg = f"a filter node must be Match, Range, Exists, AllOf, AnyOf or Not, not {type(node).__name__}"
+    msg = (f"a filter node must be Match, Range, DateRange, Contains, Exists, AllOf, AnyOf or Not, not "
+           f"{type(node).__name__}")
     raise _fail(msg)
+
+
+def _range_node(key: str, bounds: dict[str, object]) -> Range | DateRange:
+    """``{"gte": bound, ...}`` -> a :class:`Range` of numbers, or a :class:`DateRange` when a bound is a date (an
+    ISO 8601 string, a ``datetime`` or a ``date``; every bound must be one then)."""
+    if not any(isinstance(v, (str, date)) for v in bounds.values()):
+        return Range(key, **{op: _check_bound(key, f"${op}", v) for op, v in bounds.items()})
+    dated: dict[str, str] = {}
+    for op, value in bounds.items():
+        text = iso_value(value) if isinstance(value, date) else value
+        if not isinstance(text, str) or date_micros(text) is None:
+            need = "a number or an ISO 8601 date" if isinstance(text, str) else "an ISO 8601 date like its other bounds"
+            msg = (f"${op} on {key!r} needs {need} (e.g. '2024-01-31', '2024-01-31T08:00:00', "
+                   f"'2024-01-31T08:00:00+02:00', a datetime or a date), not {value!r:.60}")
+            raise _fail(msg)
+        dated[op] = text
+    return DateRange(key, **dated)
+
+
+def _contains_node(key: str, op: str, arg: object) -> Contains:
+    """``{"$contains": "text"}`` / ``{"$icontains": "text"}`` -> :class:`Contains` (one string, checked as a filter
+    value is: it counts as one)."""
+    if not isinstance(arg, str):
+        msg = f"{op} on {key!r} takes one string (a substring of the value), not {type(arg).__name__} {arg!r:.60}"
+        raise _fail(msg)
+    text = _check_filter_value(key, arg)
+    return Contains(key, str(text), ignore_case=op == "$icontains")
 
 
 def _same_type(a: object, b: object) -> bool:
@@ -288,8 +351,9 @@ def normalize_filter(filter: FilterSpec | FilterNode | None) -> FilterNode | Non
         :class:`AllOf` of their nodes in sorted key order; with one key, that key's node.
 
     Raises:
-        InvalidFilterError: an unknown operator, a bound that is not a finite number (a bool is not one), a value
-            that is not str, int or bool (None included), a key that is not a field name, an empty ``$and`` /
+        InvalidFilterError: an unknown operator, a bound that is not a finite number (a bool is not one) or an
+            ISO 8601 date, a value that is not str, int, bool, date or datetime (None included), a ``$contains``
+            / ``$icontains`` that is not one string, a key that is not a field name, an empty ``$and`` /
             ``$or`` list or nested ``{}``, more than 32 levels, 10,000 conditions or 10,000 values in one list.
 
     Example:

@@ -24,7 +24,7 @@ import contextlib
 import importlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,8 +214,10 @@ class Backend(ABC):
         """The top points of each query, in order, in as few engine requests as the engine allows."""
 
     @abstractmethod
-    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
-        """A page of points and the next page's offset (None: last page); ``ids_only``: no payload but the id."""
+    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False,
+               fields: Sequence[str] = ()) -> Any:
+        """A page of points and the next page's offset (None: last page); ``ids_only``: no payload but the id;
+        ``fields``: only these payload paths (``metadata.<key>``)."""
 
     @abstractmethod
     def create_index(self, api: Any, field_key: str, kind: str) -> Any:

@@ -31,6 +31,10 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
 * ``IsEmpty`` is true for a missing key, None and ``[]`` (not for ``{}``, ``[None]``): ``Exists`` is its negation.
 * Arrays match when an element does (one level: ``[[2]]`` holds no 2), ``must_not`` is a complement over
   documents (a document without the key matches ``Not(Match)``), as in the reference.
+* ``DateRange`` and ``Contains`` have no exact Qdrant condition (``DatetimeRange`` parses more string forms than
+  :data:`~rrf_retriever.scope.dates.DATE_FORMS` on one engine than on the other, ``MatchText`` is token-based,
+  not a substring): their points are resolved first (:mod:`rrf_retriever.stores.qdrant.resolve`: the reference
+  test on the payloads of the points holding the key) and compiled as ``HasId`` of those points.
 * What no filter can fix: qdrant-edge 0.9 stores about one float in nine that needs 16-17 significant digits one
   float64 step off (see :mod:`rrf_retriever.stores.qdrant.backend_edge`); a range bound within that step of such a value
   may read it on the wrong side.
@@ -43,12 +47,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rrf_retriever.errors import InvalidFilterError
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
+from rrf_retriever.scope.tree import AllOf, AnyOf, Contains, DateRange, Exists, FilterNode, Match, Not, Range
 from rrf_retriever.stores.qdrant.int_runs import (
     FilterWork,
     Run,
@@ -62,7 +66,9 @@ from rrf_retriever.stores.qdrant.int_runs import (
 __all__ = [
     "IS_EMPTY",
     "MAX_LISTED_INTEGERS",
+    "MAX_RESOLVED_LEAVES",
     "NOTHING",
+    "RESOLVE",
     "Bounds",
     "FilterHooks",
     "FilterWork",
@@ -70,6 +76,7 @@ __all__ = [
     "field_key",
     "filter_keys",
     "index_plan",
+    "resolved_leaves",
 ]
 
 #: Payload key of the metadata (langchain-qdrant's layout); filters address ``metadata.<key>``.
@@ -109,6 +116,21 @@ IS_EMPTY: Any = _IsEmpty()
 NOTHING: Any = _Nothing()
 
 
+class _Resolve:
+    def __repr__(self) -> str:
+        return "RESOLVE"
+
+
+#: What :func:`compile_filter` answers for a filter with ``DateRange`` / ``Contains`` leaves and no ``resolved``
+#: points for them: resolve them (:mod:`rrf_retriever.stores.qdrant.resolve`), then compile again.
+RESOLVE: Any = _Resolve()
+#: The leaves resolved to point ids before a filter is compiled.
+RESOLVED_NODES = (DateRange, Contains)
+#: The most distinct ``DateRange`` / ``Contains`` leaves one filter may hold in a Qdrant store: each costs a scroll
+#: of the points holding its key (shared by the leaves of one key) and a ``HasId`` as long as its matches.
+MAX_RESOLVED_LEAVES = 64
+
+
 class FilterHooks(Protocol):
     """The engine's filter models (implemented by each backend)."""
 
@@ -117,6 +139,8 @@ class FilterHooks(Protocol):
     def filter(self, **parts: Any) -> Any: ...
 
     def boolean(self, value: bool) -> Any: ...
+
+    def has_ids(self, pids: Iterable[str]) -> Any: ...
 
 
 def field_key(key: str) -> str:
@@ -134,8 +158,9 @@ def compile_filter(
     hooks: FilterHooks,
     flat_limit: Callable[[str], int | None],
     work: FilterWork | None = None,
+    resolved: Mapping[FilterNode, frozenset[str]] | None = None,
 ) -> Any:
-    """``node`` as an engine condition, or True (no constraint) / False (nothing matches).
+    """``node`` as an engine condition, or True (no constraint) / False (nothing matches), or :data:`RESOLVE`.
 
     The work is bounded by the filter's size: integers past 2**53 cost a few float64 checks each (never one per
     integer near them) and at most :data:`MAX_LISTED_INTEGERS` listed integers in all.
@@ -147,13 +172,36 @@ def compile_filter(
             a balanced tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
             one every range is checked on every payload; qdrant-client local mode checks each in Python.
         work: Counts what the compile does (a fresh one if None).
+        resolved: The point ids matching each of the filter's :func:`resolved_leaves`; without them a filter
+            that has such leaves compiles to :data:`RESOLVE`.
 
     Raises:
-        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers.
+        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers, or holds more
+            than :data:`MAX_RESOLVED_LEAVES` date ranges and substrings.
     """
     if node is None:
         return True
-    return _Compiler(hooks, flat_limit, work if work is not None else FilterWork()).node(node)
+    if resolved is None and (leaves := resolved_leaves(node)):
+        if len(leaves) > MAX_RESOLVED_LEAVES:
+            msg = (f"the filter holds {len(leaves)} date ranges and substrings ($contains, $icontains); a Qdrant "
+                   f"store resolves at most {MAX_RESOLVED_LEAVES} per filter (each scans the points holding its "
+                   "key); combine them or use equality")
+            raise InvalidFilterError(msg)
+        return RESOLVE
+    return _Compiler(hooks, flat_limit, work if work is not None else FilterWork(), resolved or {}).node(node)
+
+
+def resolved_leaves(node: FilterNode | None) -> list[DateRange | Contains]:
+    """The ``DateRange`` and ``Contains`` leaves of a filter (each once), which Qdrant's stores resolve to point
+    ids first.
+
+    Example:
+        >>> from rrf_retriever.scope.parse import normalize_filter
+        >>> resolved_leaves(normalize_filter({"a": 1, "b": {"$contains": "x"}}))
+        [Contains(key='b', text='x', ignore_case=False)]
+    """
+    leaves = [leaf for leaf in _leaves(node) if isinstance(leaf, RESOLVED_NODES)]
+    return list(dict.fromkeys(leaves))
 
 
 def index_plan(node: FilterNode | None) -> dict[str, tuple[str, bool]]:
@@ -191,7 +239,7 @@ def filter_keys(node: FilterNode | None) -> set[str]:
         >>> sorted(filter_keys(normalize_filter({"a": 1, "$or": [{"b": []}, {"c": {"$exists": True}}]})))
         ['a', 'b', 'c']
     """
-    return {leaf.key for leaf in _leaves(node) if isinstance(leaf, (Match, Range, Exists))}
+    return {leaf.key for leaf in _leaves(node) if isinstance(leaf, (Match, Range, Exists, *RESOLVED_NODES))}
 
 
 def _leaves(node: FilterNode | None) -> Iterator[FilterNode]:
@@ -207,12 +255,17 @@ def _leaves(node: FilterNode | None) -> Iterator[FilterNode]:
 
 
 class _Compiler:
-    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None], work: FilterWork) -> None:
+    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None], work: FilterWork,
+                 resolved: Mapping[FilterNode, frozenset[str]]) -> None:
         self.hooks = hooks
         self.flat_limit = flat_limit
         self.work = work
+        self.resolved = resolved
 
     def node(self, node: FilterNode) -> Any:
+        if isinstance(node, RESOLVED_NODES):
+            pids = self.resolved.get(node)
+            return self.hooks.has_ids(pids) if pids else False
         if isinstance(node, Match):
             return self.match(node)
         if isinstance(node, Range):
