@@ -25,7 +25,7 @@ from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import FUSIONS
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.scope.tree import AllOf, FilterNode, FilterSpec
 from rrf_retriever.validate import (
     MAX_LEG_TIMEOUT,
     MAX_RRF_K,
@@ -199,6 +199,7 @@ def check_dense_paths(paths: object) -> dict[str, FilterSpec | Unscoped | None] 
         msg = f"dense_paths names {len(given)} paths; at most {MAX_DENSE_PATHS} are allowed (each is one more leg)"
         raise InvalidArgumentError(msg)
     out: dict[str, FilterSpec | Unscoped | None] = {}
+    nodes: list[FilterNode] = []
     for name, flt in given.items():
         if not check_str(name, "a dense_paths name"):
             msg = "dense_paths names must be non-empty strings"
@@ -206,8 +207,11 @@ def check_dense_paths(paths: object) -> dict[str, FilterSpec | Unscoped | None] 
         if flt is UNSCOPED:  # the single-tenant opt-out, a Python object: no JSON request can name it
             out[name] = flt
             continue
-        normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
+        node = normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
         out[name] = None if flt is None else dict(check_mapping(flt, f"dense_paths[{name!r}]", "a filter"))
+        nodes.extend([] if node is None else [node])
+    if len(nodes) > 1:  # one budget for the paths' filters together (MAX_FILTER_VALUES_TOTAL values in all)
+        normalize_filter(AllOf(tuple(nodes)))
     return out
 
 
