@@ -25,6 +25,7 @@ __all__ = [
     "INT64_MIN",
     "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
+    "MAX_LINKS",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_RRF_K",
@@ -36,6 +37,7 @@ __all__ = [
     "check_ids",
     "check_int",
     "check_limit",
+    "check_links",
     "check_mapping",
     "check_number",
     "check_query",
@@ -68,6 +70,10 @@ MAX_RRF_K = 1_000_000.0
 MAX_METADATA_DEPTH = 20
 #: The largest metadata of one document, as UTF-8 JSON.
 MAX_METADATA_BYTES = 1_048_576
+#: The most neighbour ids one document's links (``links_key``, ``"links"`` by default) may hold: a longer list is
+#: refused at write, and 1-hop expansion reads no more of a document (one holding 70,000 made every query whose page
+#: held it take 2.3-4 s instead of 0.03 s, though at most ``expand_limit`` neighbours are used).
+MAX_LINKS = 1_000
 #: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
 MAX_LEG_TIMEOUT = 86_400.0
 
@@ -255,6 +261,23 @@ def check_limit(limit: object) -> int:
         10
     """
     return check_int(limit, "limit", 0, MAX_LIMIT)
+
+
+def check_links(metadatas: Sequence[Mapping[str, Any]], key: str) -> None:
+    """Refuse a document whose ``metadata[key]`` lists more than :data:`MAX_LINKS` neighbour ids.
+
+    Raises:
+        InvalidArgumentError: the first such document, by its position.
+
+    Example:
+        >>> check_links([{"links": ["a", "b"]}, {}], "links")
+    """
+    for i, metadata in enumerate(metadatas):
+        links = metadata.get(key)
+        if isinstance(links, (list, tuple)) and len(links) > MAX_LINKS:
+            msg = (f"metadatas[{i}][{key!r}] lists {len(links)} neighbour ids; at most {MAX_LINKS} are allowed "
+                   "(1-hop expansion reads no more of a document); nothing was written")
+            raise InvalidArgumentError(msg)
 
 
 def _check_metadata(i: int, metadata: object) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from rrf_retriever.errors import (
 from rrf_retriever.progress import progress_span
 from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, KnowsDimension, WritesThrough
 from rrf_retriever.types import Record
-from rrf_retriever.validate import CheckedList, check_ids, check_int, validate_batch
+from rrf_retriever.validate import CheckedList, check_ids, check_int, check_links, validate_batch
 from rrf_retriever.vectors import validate_vectors
 
 __all__ = ["ADD_CHUNK", "WriteUnit", "embed_documents"]
@@ -173,6 +173,8 @@ class WriteUnit:
         journal: An open write-ahead journal, or None.
         chunk_size: Documents per all-or-nothing write of an add (:data:`ADD_CHUNK`); a larger batch is written in
             chunks of this many.
+        links_key: The metadata key of a document's neighbour ids: an add whose document lists more than
+            :data:`~rrf_retriever.validate.MAX_LINKS` there is refused.
 
     Raises:
         InvalidArgumentError: ``chunk_size`` is not a positive integer, or a leg is written through a store
@@ -180,8 +182,9 @@ class WriteUnit:
     """
 
     def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None, *,
-                 chunk_size: int = ADD_CHUNK) -> None:
+                 chunk_size: int = ADD_CHUNK, links_key: str = "links") -> None:
         self._legs = writable_legs(legs)
+        self.links_key = links_key
         _check_writes_through(self._legs)
         self.journal = journal
         self.chunk_size = check_int(chunk_size, "chunk_size", 1)
@@ -228,6 +231,7 @@ class WriteUnit:
         if vectors is not None and len(vectors) != len(id_list):
             msg = f"vectors has {len(vectors)} entries for {len(id_list)} document(s); give one vector per text"
             raise InvalidArgumentError(msg)
+        check_links(meta_list, self.links_key)
         if vectors is not None:
             vectors = _given_vectors(self._legs, vectors, len(id_list))
         total, size = len(id_list), self.chunk_size
