@@ -12,6 +12,7 @@ Attacks (each through the public API, on a small index; the hashing embedder unl
   50-document index, on the FTS5 stack (FTS5 + qdrant-edge dense) and on the default stack (qdrant-edge both);
   ``filter_ints1_<stack>``: one key x 10,000 integers (still within every limit after the fix), also on the
   default stack without payload indexes (``edge_noindex``: the compile's tree of ranges);
+* ``filter_strs1_<stack>``: the same with 10,000 strings (one ``MatchAny``), for scale;
 * ``plain_query``: an ordinary query on the same kind of index, for scale;
 * ``links_70000``: a query whose page holds a document whose ``links`` hold 70,000 ids (written to the stores
   directly, as an index written before the cap would hold it), ``links_key="links"``;
@@ -85,13 +86,13 @@ def dense_paths_5000() -> dict[str, Any]:
         return out
 
 
-def filter_ints(stack: str, keys: int) -> dict[str, Any]:
+def filter_ints(stack: str, keys: int, kind: type = int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         engine = _engine(stack, tmp)
         engine.add([f"d{i}" for i in range(50)], [f"note {i} about rockets" for i in range(50)],
-                   [{f"k{j}": i for j in range(8)} for i in range(50)])
-        flt = {f"k{j}": list(range(10_000)) for j in range(keys)}
-        engine.search("rockets", filter={"k0": 1})  # warm: payload indexes built
+                   [{f"k{j}": kind(i) for j in range(8)} for i in range(50)])
+        flt = {f"k{j}": [kind(i) for i in range(10_000)] for j in range(keys)}
+        engine.search("rockets", filter={"k0": kind(1)})  # warm: payload indexes built
         out = _timed(lambda: len(engine.search("rockets", filter=flt).hits))
         engine.close()
         return out
@@ -144,6 +145,8 @@ ATTACKS: dict[str, Callable[[], dict[str, Any]]] = {
     "filter_ints1_fts5": lambda: filter_ints("fts5", 1),
     "filter_ints1_edge": lambda: filter_ints("edge", 1),
     "filter_ints1_edge_noindex": lambda: filter_ints("edge-noindex", 1),
+    "filter_strs1_edge": lambda: filter_ints("edge", 1, str),
+    "filter_strs1_edge_noindex": lambda: filter_ints("edge-noindex", 1, str),
     "plain_query": plain_query,
     "links_70000": links_70000,
     "query_100k": lambda: query_chars(100_000),
