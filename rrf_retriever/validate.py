@@ -26,8 +26,10 @@ __all__ = [
     "INT64_MIN",
     "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
+    "MAX_LINKS",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "MAX_QUERY_LENGTH",
     "MAX_RRF_K",
     "MAX_TOP_K",
     "MAX_WEIGHT",
@@ -37,6 +39,7 @@ __all__ = [
     "check_ids",
     "check_int",
     "check_limit",
+    "check_links",
     "check_list",
     "check_mapping",
     "check_number",
@@ -70,6 +73,14 @@ MAX_RRF_K = 1_000_000.0
 MAX_METADATA_DEPTH = 20
 #: The largest metadata of one document, as UTF-8 JSON.
 MAX_METADATA_BYTES = 1_048_576
+#: The longest query, in characters (~15,000 words; the service takes 10,000). Longer ones are refused: a 10 MB
+#: query was answered after 68 s, nearly all of it spent tokenizing text no leg reads (the embedder reads 256 word
+#: pieces, the keyword legs 256 terms).
+MAX_QUERY_LENGTH = 100_000
+#: The most neighbour ids one document's links (``links_key``, ``"links"`` by default) may hold: a longer list is
+#: refused at write, and 1-hop expansion reads no more of a document (one holding 70,000 made every query whose page
+#: held it take 2.3-4 s instead of 0.03 s, though at most ``expand_limit`` neighbours are used).
+MAX_LINKS = 1_000
 #: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
 MAX_LEG_TIMEOUT = 86_400.0
 
@@ -247,13 +258,19 @@ def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -
 
 
 def check_query(query: object) -> str:
-    """A query must be a ``str`` (bytes, None and numbers are refused with our TypeError).
+    """A query must be a ``str`` (bytes, None and numbers are refused with our TypeError) of at most
+    :data:`MAX_QUERY_LENGTH` characters.
 
     Example:
         >>> check_query("hello")
         'hello'
     """
-    return check_str(query, "query")
+    text = check_str(query, "query")
+    if len(text) > MAX_QUERY_LENGTH:
+        msg = (f"the query is {len(text)} characters long; at most {MAX_QUERY_LENGTH} are allowed (the legs read "
+               "its first 256 word pieces or terms)")
+        raise InvalidArgumentError(msg)
+    return text
 
 
 def check_top_k(top_k: object, name: str = "top_k") -> int:
@@ -274,6 +291,23 @@ def check_limit(limit: object) -> int:
         10
     """
     return check_int(limit, "limit", 0, MAX_LIMIT)
+
+
+def check_links(metadatas: Sequence[Mapping[str, Any]], key: str) -> None:
+    """Refuse a document whose ``metadata[key]`` lists more than :data:`MAX_LINKS` neighbour ids.
+
+    Raises:
+        InvalidArgumentError: the first such document, by its position.
+
+    Example:
+        >>> check_links([{"links": ["a", "b"]}, {}], "links")
+    """
+    for i, metadata in enumerate(metadatas):
+        links = metadata.get(key)
+        if isinstance(links, (list, tuple)) and len(links) > MAX_LINKS:
+            msg = (f"metadatas[{i}][{key!r}] lists {len(links)} neighbour ids; at most {MAX_LINKS} are allowed "
+                   "(1-hop expansion reads no more of a document); nothing was written")
+            raise InvalidArgumentError(msg)
 
 
 def _check_metadata(i: int, metadata: object) -> dict[str, Any]:

@@ -126,6 +126,8 @@ class Backend(ABC):
         sync_api: What sync calls get as ``api``.
         async_api: What async calls get as ``api``; None: no native async (the store uses a worker thread).
         where: Names the collection in errors (``"collection 'docs'"``).
+        tree_fanout: Children of a node of the tree of ranges a long integer list compiles to without a numeric
+            index (:func:`~rrf_retriever.stores.qdrant.filters.compile_filter`).
         windows: The dense layout's points hold a multivector of document windows, scored by their best window
             (Qdrant's ``MAX_SIM`` with a one-row query: the largest cosine); None: one vector per point. Set by
             the store before the collection is created, or read from the existing collection.
@@ -134,6 +136,7 @@ class Backend(ABC):
     layout: Layout
     engine_name: str = "Qdrant"
     indexes_payload: bool = True
+    tree_fanout: int = 2
     sync_api: Any = None
     async_api: Any = None
     where: str = ""

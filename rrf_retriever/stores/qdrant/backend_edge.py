@@ -113,6 +113,8 @@ class EdgeBackend(Backend):
     """
 
     engine_name = "Qdrant edge"
+    #: Its filters copy their parts when built: a binary tree of ranges copied each one log2(n) times.
+    tree_fanout = 16
 
     def __init__(
         self,
