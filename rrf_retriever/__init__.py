@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         InvalidArgumentError,
         InvalidFilterError,
         InvalidTypeError,
+        InvalidVectorError,
         MissingDependencyError,
         RRFRetrieverError,
         StoreError,
@@ -85,6 +86,7 @@ _LAZY: dict[str, str] = {
     "EmbeddingError": "rrf_retriever.errors",
     "EngineClosedError": "rrf_retriever.errors",
     "DimensionMismatchError": "rrf_retriever.errors",
+    "InvalidVectorError": "rrf_retriever.errors",
     "AllLegsFailedError": "rrf_retriever.errors",
     # stores
     "FTS5KeywordStore": "rrf_retriever.stores.fts5.store",

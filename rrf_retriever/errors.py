@@ -22,6 +22,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFilterError",
     "InvalidTypeError",
+    "InvalidVectorError",
     "MissingDependencyError",
     "RRFRetrieverError",
     "StoreError",
@@ -82,6 +83,12 @@ class EmbeddingError(RRFRetrieverError):
 
 class DimensionMismatchError(EmbeddingError, ValueError):
     """A vector's dimension differs from the collection's, or a vector holds NaN or infinity."""
+
+
+class InvalidVectorError(DimensionMismatchError, InvalidArgumentError):
+    """A vector given with documents is unusable (another dimension than the index's or its siblings', NaN,
+    infinity, beyond float32's range): the write is refused at the door, before anything is written, and the
+    message names its position. Both a :class:`DimensionMismatchError` and an :class:`InvalidArgumentError`."""
 
 
 class AllLegsFailedError(RRFRetrieverError):

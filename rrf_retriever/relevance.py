@@ -55,8 +55,10 @@ __all__ = [
 LEVEL_Z_MIDPOINT = 2.7
 #: The logistic's scale in z: level 0.7 at z = 3.04, 0.9 at z = 3.58 (a relevant MiniLM top hit's median z is 3.4-5.6).
 LEVEL_Z_SCALE = 0.4
-#: Fewer stored vectors than this: no background, level 1.0 (a handful of pairs says nothing about a scale).
-MIN_BACKGROUND_VECTORS = 5
+#: Fewer stored vectors than this: no background, level 1.0 (the normalized fused score). A handful of documents
+#: says nothing about a scale: five notes of one template and one other memory gave that memory, a strong match
+#: (cosine 0.75), level 0.005, since the notes' own pairs (0.93-0.98) set the "unrelated" mean. 12 give 66 pairs.
+MIN_BACKGROUND_VECTORS = 12
 #: Pairs of stored vectors above this cosine are near-duplicates (a chunk stored twice, a toy embedding that maps
 #: several texts to one vector): left out of the background, which measures how UNRELATED documents score.
 NEAR_DUPLICATE_COSINE = 0.98

@@ -19,14 +19,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError
+from rrf_retriever.scope.dates import iso_metadata
 
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_LEG_TIMEOUT",
     "MAX_LIMIT",
+    "MAX_LINKS",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "MAX_QUERY_LENGTH",
     "MAX_RRF_K",
     "MAX_TOP_K",
     "MAX_WEIGHT",
@@ -36,6 +39,7 @@ __all__ = [
     "check_ids",
     "check_int",
     "check_limit",
+    "check_links",
     "check_list",
     "check_mapping",
     "check_number",
@@ -69,6 +73,14 @@ MAX_RRF_K = 1_000_000.0
 MAX_METADATA_DEPTH = 20
 #: The largest metadata of one document, as UTF-8 JSON.
 MAX_METADATA_BYTES = 1_048_576
+#: The longest query, in characters (~15,000 words; the service takes 10,000). Longer ones are refused: a 10 MB
+#: query was answered after 68 s, nearly all of it spent tokenizing text no leg reads (the embedder reads 256 word
+#: pieces, the keyword legs 256 terms).
+MAX_QUERY_LENGTH = 100_000
+#: The most neighbour ids one document's links (``links_key``, ``"links"`` by default) may hold: a longer list is
+#: refused at write, and 1-hop expansion reads no more of a document (one holding 70,000 made every query whose page
+#: held it take 2.3-4 s instead of 0.03 s, though at most ``expand_limit`` neighbours are used).
+MAX_LINKS = 1_000
 #: The longest ``leg_timeout`` (a day): longer ones overflow the thread and asyncio timers (``OverflowError``).
 MAX_LEG_TIMEOUT = 86_400.0
 
@@ -246,13 +258,19 @@ def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -
 
 
 def check_query(query: object) -> str:
-    """A query must be a ``str`` (bytes, None and numbers are refused with our TypeError).
+    """A query must be a ``str`` (bytes, None and numbers are refused with our TypeError) of at most
+    :data:`MAX_QUERY_LENGTH` characters.
 
     Example:
         >>> check_query("hello")
         'hello'
     """
-    return check_str(query, "query")
+    text = check_str(query, "query")
+    if len(text) > MAX_QUERY_LENGTH:
+        msg = (f"the query is {len(text)} characters long; at most {MAX_QUERY_LENGTH} are allowed (the legs read "
+               "its first 256 word pieces or terms)")
+        raise InvalidArgumentError(msg)
+    return text
 
 
 def check_top_k(top_k: object, name: str = "top_k") -> int:
@@ -275,6 +293,23 @@ def check_limit(limit: object) -> int:
     return check_int(limit, "limit", 0, MAX_LIMIT)
 
 
+def check_links(metadatas: Sequence[Mapping[str, Any]], key: str) -> None:
+    """Refuse a document whose ``metadata[key]`` lists more than :data:`MAX_LINKS` neighbour ids.
+
+    Raises:
+        InvalidArgumentError: the first such document, by its position.
+
+    Example:
+        >>> check_links([{"links": ["a", "b"]}, {}], "links")
+    """
+    for i, metadata in enumerate(metadatas):
+        links = metadata.get(key)
+        if isinstance(links, (list, tuple)) and len(links) > MAX_LINKS:
+            msg = (f"metadatas[{i}][{key!r}] lists {len(links)} neighbour ids; at most {MAX_LINKS} are allowed "
+                   "(1-hop expansion reads no more of a document); nothing was written")
+            raise InvalidArgumentError(msg)
+
+
 def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
     if metadata is None:
         return {}
@@ -290,6 +325,7 @@ def _check_metadata(i: int, metadata: object) -> dict[str, Any]:
             msg = (f"metadatas[{i}]: the key {key[:80]!r} is reserved: the {RESERVED_METADATA_PREFIX!r} prefix marks "
                    "how a result was scored (rrf_score, rrf_pinned, ...), never stored data; rename the key")
             raise InvalidArgumentError(msg)
+    out = iso_metadata(out)  # dates and datetimes are stored as ISO 8601 strings (scope.dates)
     try:
         depth = _nesting_depth(out)
     except InvalidArgumentError as exc:
@@ -364,7 +400,8 @@ def validate_batch(
     """Check an ``add`` batch before anything is written, so a bad batch changes nothing.
 
     Ids must be unique non-empty strings, texts strings (valid Unicode), metadata JSON-serialisable
-    mappings with string keys (none starting with ``rrf_``, no integer outside int64); the three sequences have
+    mappings with string keys (none starting with ``rrf_``, no integer outside int64; a ``date`` or ``datetime``
+    becomes its ISO 8601 string, :mod:`rrf_retriever.scope.dates`); the three sequences have
     the same length. The lists returned are :class:`CheckedList`: given back together, they pass unchecked.
 
     Example:

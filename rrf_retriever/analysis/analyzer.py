@@ -49,6 +49,7 @@ __all__ = [
     "CONVERSATIONAL_STOPWORDS",
     "DEFAULT_STOPWORDS",
     "LANGUAGE_DEFAULT",
+    "MAX_QUERY_TERMS",
     "Analyzer",
     "as_analyzer",
     "default_analyzer",
@@ -73,6 +74,10 @@ DEFAULT_STOPWORDS: frozenset[str] = frozenset(
 CONVERSATIONAL_STOPWORDS: frozenset[str] = frozenset(
     "how do does what which who when where why can could would should may might must i me my we our you your".split()
 )
+
+#: A query's first this many terms are kept (:meth:`Analyzer.query_terms`), so a long query costs no stemming past
+#: them; every keyword store reads at most 256 (``DEFAULT_MAX_TERMS``).
+MAX_QUERY_TERMS = 1_024
 
 # A token is a run of Unicode letters and digits; ``[^\W_]`` is "word character but not underscore".
 StemSpec = str | Callable[[str], str] | None
@@ -272,14 +277,16 @@ class Analyzer:
         return [t for t in tokens if len(t) >= min_len and t not in stop]
 
     def query_terms(self, text: str) -> list[str]:
-        """:meth:`terms` of a query: also without the query-time stopwords (:data:`CONVERSATIONAL_STOPWORDS`).
+        """:meth:`terms` of a query: also without the query-time stopwords (:data:`CONVERSATIONAL_STOPWORDS`), its
+        first :data:`MAX_QUERY_TERMS` only.
 
         Example:
             >>> Analyzer().query_terms("How do I configure the Qdrant collection?")
             ['configure', 'qdrant', 'collection']
         """
         extra = self.query_stopwords
-        return [t for t in self.terms(text) if t not in extra] if extra else self.terms(text)
+        terms = [t for t in self.terms(text) if t not in extra] if extra else self.terms(text)
+        return terms[:MAX_QUERY_TERMS]
 
     def analyze_query(self, text: str) -> list[str]:
         """:meth:`query_terms`, stemmed: what a BM25 query looks up."""

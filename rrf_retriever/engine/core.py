@@ -151,7 +151,7 @@ class HybridEngine(SharedHandle):
         # The process that opened the stores: a forked child shares their SQLite connections, Qdrant handles and
         # locks with the parent, and using them there hangs or splits the stores.
         self._pid = os.getpid()
-        self._writes = WriteUnit(self._legs, open_journal(journal))
+        self._writes = WriteUnit(self._legs, open_journal(journal), links_key=links_key or "links")
         self._background = BackgroundCache(self._legs, lambda: self._writes.changes)
         if self._writes.journal is not None:
             self.recover()

@@ -37,6 +37,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any, cast
 
 from rrf_retriever.diversity import mmr_order
@@ -45,7 +46,7 @@ from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.relevance import relevance_scores
 from rrf_retriever.scope.tree import NormalizedFilter, matches
 from rrf_retriever.types import FusedHit, Record
-from rrf_retriever.validate import MAX_TOP_K, check_top_k
+from rrf_retriever.validate import MAX_LINKS, MAX_TOP_K, check_top_k
 
 if TYPE_CHECKING:
     from rrf_retriever.engine.query import Query
@@ -170,8 +171,9 @@ class NeighbourExpansion:
     """1-hop expansion: the fused results' neighbours (in seed order, within the same scope).
 
     Neighbours come from ``expand(hit)`` or from the metadata key ``links_key``; each comes once, marked
-    ``rrf_expanded_from`` (the seed's id) with score 0, at most ``limit`` of them (default: ``top_k``). The engine
-    fits them into the page with :func:`fit_expansion`, so a result never has more than ``top_k`` hits.
+    ``rrf_expanded_from`` (the seed's id) with score 0, at most ``limit`` of them (default: ``top_k``), from the
+    first :data:`~rrf_retriever.validate.MAX_LINKS` ids of each hit. The engine fits them into the page with
+    :func:`fit_expansion`, so a result never has more than ``top_k`` hits.
 
     Args:
         expand: A callable ``FusedHit -> [neighbour ids]``, or None to read ``links_key``.
@@ -197,7 +199,7 @@ class NeighbourExpansion:
                 ids = [ids]
             elif not isinstance(ids, (Sequence, set, frozenset)):
                 continue  # a malformed links value (a number, a mapping) names no neighbour
-            for nid in ids:
+            for nid in islice(ids, MAX_LINKS):  # a document's first MAX_LINKS only (the cap of a write)
                 if isinstance(nid, str) and nid not in present and nid not in excl:
                     present.add(nid)
                     out.append((nid, hit.id))
@@ -217,16 +219,19 @@ class NeighbourExpansion:
         wanted = self.wanted(hits, excl)
         if not wanted:
             return []
-        records = {r.id: r for r in lookup([nid for nid, _ in wanted])}
         limit = limit or self.limit or top_k
+        step = max(2 * limit, 64)  # looked up a part at a time: no more is read than the neighbours kept need
         out: list[FusedHit] = []
-        for nid, seed in wanted:
-            record = records.get(nid)
-            if record is None or not matches(record.metadata, flt):
-                continue  # the scope holds for neighbours too: nothing outside the filter leaks
-            out.append(FusedHit(nid, record.text, {**record.metadata, "rrf_expanded_from": seed}, 0.0, {}, {}))
-            if len(out) >= limit:
-                break
+        for start in range(0, len(wanted), step):
+            part = wanted[start : start + step]
+            records = {r.id: r for r in lookup([nid for nid, _ in part])}
+            for nid, seed in part:
+                record = records.get(nid)
+                if record is None or not matches(record.metadata, flt):
+                    continue  # the scope holds for neighbours too: nothing outside the filter leaks
+                out.append(FusedHit(nid, record.text, {**record.metadata, "rrf_expanded_from": seed}, 0.0, {}, {}))
+                if len(out) >= limit:
+                    return out
         return out
 
 

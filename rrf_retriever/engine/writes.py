@@ -33,11 +33,18 @@ from typing import Any, NamedTuple
 from rrf_retriever.embeddings.base import EmbedsArrays
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, writable_legs
-from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, RRFRetrieverError, StoreError
+from rrf_retriever.errors import (
+    DimensionMismatchError,
+    EmbeddingError,
+    InvalidArgumentError,
+    InvalidVectorError,
+    RRFRetrieverError,
+    StoreError,
+)
 from rrf_retriever.progress import progress_span
-from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, WritesThrough
+from rrf_retriever.stores.base import DefersMaintenance, IdsMatching, KnowsDimension, WritesThrough
 from rrf_retriever.types import Record
-from rrf_retriever.validate import CheckedList, check_ids, check_int, check_limit, validate_batch
+from rrf_retriever.validate import CheckedList, check_ids, check_int, check_limit, check_links, validate_batch
 from rrf_retriever.vectors import validate_vectors
 
 __all__ = ["ADD_CHUNK", "WriteUnit", "embed_documents"]
@@ -122,6 +129,26 @@ def _store_error(exc: BaseException, text: str) -> StoreError:
     return (type(exc) if isinstance(exc, StoreError) else StoreError)(text)
 
 
+def _given_vectors(legs: Sequence[tuple[str, StoreLeg]], vectors: Vectors, count: int) -> Vectors:
+    """The vectors given with a batch, checked whole at the door, before anything is written: finite, within
+    float32's range, of one dimension, the dense stores' own (the first vector's for stores never written).
+
+    Raises:
+        InvalidVectorError: the first vector that fails, by its position (``vectors[10000] ...``).
+    """
+    dims = sorted({leg.store.dimension for _, leg in legs if leg.embedding is not None
+                   and isinstance(leg.store, KnowsDimension) and leg.store.dimension is not None})
+    try:
+        checked, _ = validate_vectors(vectors, count, dims[0] if dims else None)
+    except DimensionMismatchError as exc:
+        msg = f"{exc}; nothing was written"
+        raise InvalidVectorError(msg) from exc
+    if len(dims) > 1:
+        msg = f"the dense stores hold vectors of dimensions {dims}: one list of vectors cannot go to all of them"
+        raise InvalidVectorError(msg)
+    return checked
+
+
 def _check_writes_through(legs: Sequence[tuple[str, StoreLeg]]) -> None:
     """A store whose writes are carried by another (``writes_through``, e.g. the keyword view of a joint Qdrant
     collection, written by its dense view) needs that other store among the legs: else its writes would go nowhere.
@@ -146,6 +173,8 @@ class WriteUnit:
         journal: An open write-ahead journal, or None.
         chunk_size: Documents per all-or-nothing write of an add (:data:`ADD_CHUNK`); a larger batch is written in
             chunks of this many.
+        links_key: The metadata key of a document's neighbour ids: an add whose document lists more than
+            :data:`~rrf_retriever.validate.MAX_LINKS` there is refused.
 
     Raises:
         InvalidArgumentError: ``chunk_size`` is not a positive integer, or a leg is written through a store
@@ -153,8 +182,9 @@ class WriteUnit:
     """
 
     def __init__(self, legs: Mapping[str, Leg], journal: Journal | None = None, *,
-                 chunk_size: int = ADD_CHUNK) -> None:
+                 chunk_size: int = ADD_CHUNK, links_key: str = "links") -> None:
         self._legs = writable_legs(legs)
+        self.links_key = links_key
         _check_writes_through(self._legs)
         self.journal = journal
         self.chunk_size = check_int(chunk_size, "chunk_size", 1)
@@ -186,7 +216,8 @@ class WriteUnit:
         embedding the texts.
 
         Raises:
-            InvalidArgumentError, InvalidTypeError: a bad batch (checked whole: nothing is written).
+            InvalidArgumentError, InvalidTypeError: a bad batch (checked whole: nothing is written), given vectors
+                included (:class:`~rrf_retriever.errors.InvalidVectorError`, naming the first bad one).
             EmbeddingError, StoreError: a chunk failed; it was rolled back everywhere, the chunks before it stay
                 written (the message says how many documents).
 
@@ -203,6 +234,9 @@ class WriteUnit:
         if vectors is not None and len(vectors) != len(id_list):
             msg = f"vectors has {len(vectors)} entries for {len(id_list)} document(s); give one vector per text"
             raise InvalidArgumentError(msg)
+        check_links(meta_list, self.links_key)
+        if vectors is not None:
+            vectors = _given_vectors(self._legs, vectors, len(id_list))
         total = len(id_list)
         size = self.chunk_size if chunk_size is None else min(self.chunk_size, check_int(chunk_size, "chunk_size", 1))
         if total <= size:

@@ -49,7 +49,9 @@ class RRFTranslator(Visitor):
 
     ``eq ne gt gte lt lte in nin`` map to ``$eq ...``; ``and`` / ``or`` to ``$and`` / ``$or``; ``not`` of one
     argument to ``$not`` (of several: every one negated, ``$and``-ed). ``contain`` and ``like`` (substring
-    matches) are refused: our filters match whole values. A query's ``limit`` becomes ``k``.
+    matches) are refused: our filters match whole values. A date value (``{"date": "2024-01-31", "type":
+    "date"}``) becomes its ISO string, which ``gt`` / ``gte`` / ``lt`` / ``lte`` compare as a date
+    (:mod:`rrf_retriever.scope.dates`). A query's ``limit`` becomes ``k``.
 
     Example:
         >>> from langchain_core.structured_query import Comparator, Comparison

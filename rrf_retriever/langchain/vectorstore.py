@@ -30,6 +30,10 @@ Decisions (the contract, each guarded by a test):
   name (:mod:`rrf_retriever.scope.dialects`).
 * :meth:`RRFVectorStore.get_by_filter` lists the documents a filter matches (``get_by_ids`` by metadata), sorted
   by id and bounded (:mod:`rrf_retriever.frameworks.listing`).
+* ``datetime`` / ``date`` metadata is stored as its ISO 8601 string and comes back as that string (as from Qdrant);
+  it filters by range (``{"created_at": {"$gte": datetime(2024, 1, 1)}}``, :mod:`rrf_retriever.scope.dates`). So
+  ``TimeWeightedVectorStoreRetriever`` works over this store: its ``current_time`` argument, which it passes on to
+  ``add_documents``, is taken and dropped (it is already in the metadata it wrote).
 
 Example:
     >>> from rrf_retriever import HashingEmbedding
@@ -77,6 +81,12 @@ __all__ = ["RRFVectorStore"]
 
 def _document(hit: FusedHit | Hit | Record) -> Document:
     return Document(id=hit.id, page_content=hit.text, metadata=public_metadata(hit.metadata, hit.id))
+
+
+def _time_weighted(kwargs: dict[str, Any]) -> None:
+    """Drop the ``current_time`` LangChain's ``TimeWeightedVectorStoreRetriever.add_documents`` passes on to its
+    store: it has already written it into each document's ``last_accessed_at`` / ``created_at``."""
+    kwargs.pop("current_time", None)
 
 
 def _no_extra(kwargs: dict[str, Any], method: str) -> None:
@@ -199,6 +209,7 @@ class RRFVectorStore(CheckedVectorStore):
         """Upsert ``Document`` s; ids from ``ids=``, else each ``Document.id``, else derived from the content.
         ``batch_size``: as :meth:`add_texts` (so ``langchain_core.indexing.index`` writes through this store)."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        _time_weighted(kwargs)
         batch = _batch_size(kwargs)
         _no_extra(kwargs, "add_documents")
         return self.retriever.add_documents(documents, ids=self._document_ids(documents, ids), show_progress=show,
@@ -207,6 +218,7 @@ class RRFVectorStore(CheckedVectorStore):
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         ids, show = kwargs.pop("ids", None), kwargs.pop("show_progress", self._show_progress)
+        _time_weighted(kwargs)
         batch = _batch_size(kwargs)
         _no_extra(kwargs, "aadd_documents")
         return await self.retriever.aadd_documents(documents, ids=self._document_ids(documents, ids),

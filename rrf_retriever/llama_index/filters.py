@@ -4,14 +4,17 @@
 Operators (``FilterOperator`` values) and their meaning here, on a key ``k``:
 
 * ``==`` / ``!=``: :class:`Match` / ``Not(Match)`` of one value (typed: ``"42"`` is not ``42``);
-* ``>`` ``>=`` ``<`` ``<=``: :class:`Range` on numbers (a string bound is refused: LlamaIndex stores would compare
-  it as text, ours never do);
+* ``>`` ``>=`` ``<`` ``<=``: :class:`Range` on numbers; with an ISO 8601 date (a string, a ``datetime`` or a
+  ``date``) a :class:`DateRange`, which compares instants (:mod:`rrf_retriever.scope.dates`); another string bound
+  is refused (LlamaIndex stores would compare it as text, ours never do);
 * ``in`` / ``nin``: :class:`Match` / ``Not(Match)`` of a list;
 * ``any``: the value (or a list element) equals one of the list: :class:`Match`; ``all``: every one of the list
   is among the value's elements: an :class:`AllOf` of :class:`Match`; ``contains``: the list value holds the
   value: :class:`Match` (on a list metadata value; a plain string is compared whole, never as a substring);
 * ``is_empty``: the key is missing, None or ``[]``: ``Not(Exists)`` (an empty string is a value here);
-* ``text_match`` / ``text_match_insensitive``: substring search has no meaning in our stores: refused.
+* ``text_match`` / ``text_match_insensitive``: :class:`Contains`, a substring of a string value (of a string list
+  element too), ``value.lower() in metadata_value.lower()`` for the insensitive one, as LlamaIndex's
+  ``SimpleVectorStore`` tests it (where a non-string value raises, here it does not match).
 
 Conditions: ``and`` -> :class:`AllOf`, ``or`` -> :class:`AnyOf`, ``not`` -> ``Not(AnyOf)`` (LlamaIndex: "none of the
 filters match"); nested ``MetadataFilters`` nest. Anything else is an :class:`InvalidFilterError`.
@@ -24,19 +27,17 @@ Example:
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any, cast
 
 from rrf_retriever.errors import InvalidFilterError
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
+from rrf_retriever.scope.tree import AllOf, AnyOf, Contains, Exists, FilterNode, Match, Not, Range
 
 __all__ = ["as_filter", "from_llama_index", "is_llama_index_filter"]
 
 _RANGES = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
-_REFUSED = {
-    "text_match": "substring search on metadata",
-    "text_match_insensitive": "case-insensitive substring search on metadata",
-}
+_TEXT_MATCH = {"text_match": "$contains", "text_match_insensitive": "$icontains"}
 
 
 def is_llama_index_filter(obj: object) -> bool:
@@ -62,9 +63,9 @@ def from_llama_index(obj: Any, _depth: int = 0) -> FilterNode:
     """Translate a LlamaIndex ``MetadataFilters`` (or one ``MetadataFilter``) into a validated filter node.
 
     Raises:
-        InvalidFilterError: not a LlamaIndex filter (a dict, a string), an operator without a faithful meaning here
-            (``text_match``), a value of the wrong kind (a list for ``==``, a string for ``>``), an unknown
-            condition, nesting beyond 32 levels.
+        InvalidFilterError: not a LlamaIndex filter (a dict, a string), a value of the wrong kind (a list for
+            ``==``, a string that is not a date for ``>``, a number for ``text_match``), an unknown condition,
+            nesting beyond 32 levels.
 
     Example:
         >>> from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
@@ -107,15 +108,15 @@ def _name(value: Any) -> str | None:
 
 def _one(f: Any) -> FilterNode:
     key, value, op = f.key, f.value, _name(f.operator) or "=="
-    if op in _REFUSED:
-        msg = (f"MetadataFilter operator {op!r} on {key!r} ({_REFUSED[op]}) has no exact meaning in these stores; "
-               "filter on equal values (==, in, any) instead")
-        raise InvalidFilterError(msg)
+    if op in _TEXT_MATCH:
+        return _text_match(key, value, op)
     if op == "is_empty":
         return Not(Exists(key))
     if op in _RANGES:
+        if isinstance(value, (str, date)):  # a date: parsed (and a non-date string refused) as our $gte is
+            return cast(FilterNode, normalize_filter({key: {f"${_RANGES[op]}": value}}))
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            msg = f"MetadataFilter {op!r} on {key!r} needs a number, not {value!r:.60}"
+            msg = f"MetadataFilter {op!r} on {key!r} needs a number or an ISO 8601 date, not {value!r:.60}"
             raise InvalidFilterError(msg)
         return Range(key, **{_RANGES[op]: value})
     if op in ("==", "!=", "contains"):
@@ -136,3 +137,11 @@ def _one(f: Any) -> FilterNode:
         return Not(match) if op == "nin" else match
     msg = f"unknown MetadataFilter operator {op!r} on {key!r}"
     raise InvalidFilterError(msg)
+
+
+def _text_match(key: Any, value: Any, op: str) -> FilterNode:
+    """``text_match`` / ``text_match_insensitive`` -> :class:`Contains` (our ``$contains`` / ``$icontains``)."""
+    if not isinstance(value, str):
+        msg = f"MetadataFilter {op!r} on {key!r} needs a string, not {value!r:.60}"
+        raise InvalidFilterError(msg)
+    return Contains(key, value, ignore_case=_TEXT_MATCH[op] == "$icontains")

@@ -11,7 +11,11 @@ The language (Mongo-style, the dialect LangChain vector stores use):
 * shorthand ``{"session_id": [1, 2], "lang": "en"}``: every key must match; a list means any of its values;
 * per key ``{"$eq": v}``, ``{"$ne": v}``, ``{"$in": [...]}``, ``{"$nin": [...]}``, ``{"$gt" | "$gte" | "$lt" |
   "$lte": number}``, ``{"$exists": bool}``, ``{"$not": {ops}}``; several operators on one key mean AND;
-* logic ``{"$and": [f, ...]}``, ``{"$or": [f, ...]}``, ``{"$not": f}``, mixing freely with keys.
+* logic ``{"$and": [f, ...]}``, ``{"$or": [f, ...]}``, ``{"$not": f}``, mixing freely with keys;
+* dates: ``{"$gte" | ...: "2024-01-01T00:00:00"}`` (or a ``datetime`` / ``date``) is a :class:`DateRange` over ISO
+  8601 strings, compared as instants (:mod:`rrf_retriever.scope.dates`);
+* substrings: ``{"$contains": "err"}`` / ``{"$icontains": "ERR"}``, a :class:`Contains` (LlamaIndex's
+  ``text_match`` / ``text_match_insensitive``).
 
 ``$ne`` / ``$nin`` / ``$exists: false`` / ``$not`` are complements over documents: they match a document that
 lacks the key (as Mongo and Qdrant's ``must_not`` do), and a list ``[1, 2]`` does not match ``{"$ne": 1}``.
@@ -27,16 +31,20 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Union
 
 from rrf_retriever.errors import InvalidTypeError
+from rrf_retriever.scope.dates import date_micros, iso_value
 from rrf_retriever.validate import INT64_MAX, INT64_MIN
 
 __all__ = [
     "AllOf",
     "AnyOf",
+    "Contains",
+    "DateRange",
     "Exists",
     "FilterNode",
     "FilterSpec",
@@ -45,8 +53,10 @@ __all__ = [
     "NormalizedFilter",
     "Not",
     "Range",
+    "date_bounds",
     "matches",
     "scope_key",
+    "text_test",
 ]
 
 FilterValue = str | int | bool
@@ -73,6 +83,30 @@ class Range:
     gte: float | int | None = None
     lt: float | int | None = None
     lte: float | int | None = None
+
+
+@dataclass(frozen=True)
+class DateRange:
+    """The key's value (or any list element) is a date string (:data:`~rrf_retriever.scope.dates.DATE_FORMS`)
+    whose instant is within every bound; bounds are such strings too. Naive values and bounds are UTC; numbers,
+    bools, other strings and a missing key never match."""
+
+    key: str
+    gt: str | None = None
+    gte: str | None = None
+    lt: str | None = None
+    lte: str | None = None
+
+
+@dataclass(frozen=True)
+class Contains:
+    """The key's string value (or any string element of a list) contains ``text`` as a substring; with
+    ``ignore_case``, ``text.lower() in value.lower()`` (LlamaIndex's ``text_match_insensitive``). ``""`` is in
+    every string; numbers, bools and a missing key never match."""
+
+    key: str
+    text: str
+    ignore_case: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,11 +137,11 @@ class Not:
     part: FilterNode
 
 
-FilterNode = Union[Match, Range, Exists, AllOf, AnyOf, Not]  # noqa: UP007 (a runtime alias of classes above)
+FilterNode = Union[Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not]  # noqa: UP007 (a runtime alias of classes above)
 #: What stores receive: the validated tree (the name stores imported when the form was ``{key: (values)}``).
 NormalizedFilter = FilterNode
 
-_NODES = (Match, Range, Exists, AllOf, AnyOf, Not)
+_NODES = (Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not)
 
 
 def matches(metadata: Mapping[str, Any], flt: FilterNode | None) -> bool:
@@ -138,6 +172,8 @@ def _eval(metadata: Mapping[str, Any], node: FilterNode) -> bool:
         if node.key not in metadata:
             return False
         return any(_in_range(k, node) for k in map(scope_key, _elements(metadata[node.key])))
+    if isinstance(node, (DateRange, Contains)):
+        return node.key in metadata and any(map(text_test(node), _elements(metadata[node.key])))
     if isinstance(node, Exists):
         value = metadata.get(node.key)
         return value is not None and not (isinstance(value, (list, tuple)) and not value)
@@ -160,12 +196,58 @@ def _in_range(key: tuple[str, Any] | None, node: Range) -> bool:
             and (node.lt is None or v < node.lt) and (node.lte is None or v <= node.lte))
 
 
+def date_bounds(node: DateRange) -> dict[str, int]:
+    """The bounds of a :class:`DateRange` as microseconds since the epoch, ``{"gte": ..., ...}`` (set ones only).
+
+    Example:
+        >>> date_bounds(DateRange("d", gte="1970-01-01T00:00:01"))
+        {'gte': 1000000}
+    """
+    out: dict[str, int] = {}
+    for op in ("gt", "gte", "lt", "lte"):
+        micros = date_micros(getattr(node, op))
+        if micros is not None:
+            out[op] = micros
+    return out
+
+
+def text_test(node: DateRange | Contains) -> Callable[[object], bool]:
+    """The test of one scalar metadata value (a list element) for a :class:`DateRange` or :class:`Contains`: the
+    reference every store's compiler of these nodes follows (Qdrant's stores run it on the payloads).
+
+    Example:
+        >>> test = text_test(Contains("k", "Ab", ignore_case=True))
+        >>> test("xaBy"), test(["ab"]), test(12)
+        (True, False, False)
+    """
+    if isinstance(node, Contains):
+        needle = node.text.lower() if node.ignore_case else node.text
+
+        def contains(value: object) -> bool:
+            text = iso_value(value) if isinstance(value, date) else value
+            if not isinstance(text, str):
+                return False
+            return needle in (text.lower() if node.ignore_case else text)
+
+        return contains
+    bounds = date_bounds(node)
+    gt, gte, lt, lte = (bounds.get(op) for op in ("gt", "gte", "lt", "lte"))
+
+    def within(value: object) -> bool:
+        v = date_micros(value)
+        return v is not None and ((gt is None or v > gt) and (gte is None or v >= gte)
+                                  and (lt is None or v < lt) and (lte is None or v <= lte))
+
+    return within
+
+
 def scope_key(value: object) -> tuple[str, Any] | None:
     """The typed key by which a filter compares a scalar metadata value; the one definition every store uses.
 
     ``("b", bool)``, ``("n", number)`` or ``("s", str)``: bools are kept apart from numbers (``True`` is not
-    ``1``), ``2`` and ``2.0`` are the same number. None for what no filter can match (NaN, infinity, None,
-    containers, objects, an integer beyond 64 bits, which neither SQLite nor Qdrant holds exactly).
+    ``1``), ``2`` and ``2.0`` are the same number; a date or datetime is the ISO string it is stored as. None
+    for what no filter can match (NaN, infinity, None, containers, other objects, an integer beyond 64 bits,
+    which neither SQLite nor Qdrant holds exactly).
 
     Example:
         >>> scope_key(True), scope_key(2) == scope_key(2.0), scope_key(float("nan")), scope_key(2**64)
@@ -179,4 +261,6 @@ def scope_key(value: object) -> tuple[str, Any] | None:
         return ("n", value) if math.isfinite(value) else None
     if isinstance(value, str):
         return ("s", value)
+    if isinstance(value, date):
+        return ("s", iso_value(value))  # a date is compared as the string stored for it
     return None

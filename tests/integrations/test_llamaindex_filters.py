@@ -11,14 +11,14 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 from rrf_retriever import EnsembleRRFRetriever, InvalidFilterError
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.llama_index.filters import from_llama_index
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, Not, Range, matches
+from rrf_retriever.scope.tree import AllOf, AnyOf, Contains, DateRange, Exists, Match, Not, Range, matches
 
 META = {
     "a": {"n": 1, "tags": ["x", "y"], "lang": "en"},
     "b": {"n": 5, "tags": ["y"], "lang": "fr"},
     "c": {"n": 9, "tags": [], "lang": "en"},
     "d": {"n": "5", "lang": None},
-    "e": {},
+    "e": {"at": "2024-03-01T10:00:00"},
 }
 
 
@@ -51,6 +51,11 @@ CASES = [
     (MetadataFilters(filters=[F("tags", [], FilterOperator.ALL)]), Exists("tags")),
     (MetadataFilters(filters=[F("lang", [], FilterOperator.ALL)]), Exists("lang")),
     (MetadataFilters(filters=[F("tags", None, FilterOperator.IS_EMPTY)]), Not(Exists("tags"))),
+    (MetadataFilters(filters=[F("lang", "e", FilterOperator.TEXT_MATCH)]), Contains("lang", "e")),
+    (MetadataFilters(filters=[F("lang", "FR", FilterOperator.TEXT_MATCH_INSENSITIVE)]),
+     Contains("lang", "FR", ignore_case=True)),
+    (MetadataFilters(filters=[F("tags", "x", FilterOperator.TEXT_MATCH)]), Contains("tags", "x")),
+    (MetadataFilters(filters=[F("at", "2024-01-01", FilterOperator.GTE)]), DateRange("at", gte="2024-01-01")),
     (MetadataFilters(filters=[F("lang", "en"), F("n", 9)], condition=FilterCondition.NOT),
      Not(AnyOf((Match("lang", ("en",)), Match("n", (9,)))))),
     (MetadataFilters(filters=[F("lang", "en"), MetadataFilters(filters=[F("n", 1), F("n", 9)],
@@ -71,9 +76,9 @@ def test_each_operator_translates_and_scopes_the_search(
 
 
 @pytest.mark.parametrize("filters", [
-    MetadataFilters(filters=[F("lang", "en", FilterOperator.TEXT_MATCH)]),
-    MetadataFilters(filters=[F("lang", "EN", FilterOperator.TEXT_MATCH_INSENSITIVE)]),
-    MetadataFilters(filters=[F("n", "5", FilterOperator.GT)]),  # a string bound would compare as text
+    MetadataFilters(filters=[F("lang", 5, FilterOperator.TEXT_MATCH)]),  # a substring is a string
+    MetadataFilters(filters=[F("lang", ["e"], FilterOperator.TEXT_MATCH_INSENSITIVE)]),
+    MetadataFilters(filters=[F("n", "5", FilterOperator.GT)]),  # a string bound that is no date compares as text
     MetadataFilters(filters=[F("n", [1, 2])]),  # == takes one value
     MetadataFilters(filters=[F("n", 1, FilterOperator.IN)]),  # in takes a list
     MetadataFilters(filters=[F("n", 1.5)]),  # a fraction is no equality value

@@ -26,6 +26,7 @@ EXPECTED_ALL = {
         "InvalidArgumentError",
         "InvalidFilterError",
         "InvalidTypeError",
+        "InvalidVectorError",
         "Journal",
         "MiniLMEmbedding",
         "MissingDependencyError",

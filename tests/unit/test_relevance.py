@@ -39,17 +39,27 @@ def test_no_evidence_means_level_one_and_the_midpoint_is_half() -> None:
     assert query_level(None, CosineBackground(0.1, 0.1, 10)) == 1.0
     assert query_level(0.5, None) == 1.0
     assert math.isclose(query_level(0.1 + 2.7 * 0.1, CosineBackground(0.1, 0.1, 10)), 0.5)
-    assert cosine_background([[1.0, 0.0]] * 4) is None  # too few vectors
+    assert cosine_background([[1.0, 0.0], [0.0, 1.0]] * 2) is None  # too few vectors
     assert cosine_background([[1.0, 0.0]] * 40) is None  # near-duplicates only: no scale
 
 
 def test_background_is_the_pairwise_cosine_mean_and_spread() -> None:
-    vectors = [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    # MIN_BACKGROUND_VECTORS (12) distinct vectors and a zero one; the reference cosines computed by hand below
+    vectors = [[float(i == k or ((i + 1) % 6 == k and j == 1)) for k in range(6)] for i in range(6) for j in (0, 1)]
+    vectors[1] = [2.0 * x for x in vectors[1]]  # a length does not matter, only the direction
+    vectors.append([0.0] * 6)
+
+    def cos(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+    units = vectors[:-1]
+    pairs = [cos(a, b) for i, a in enumerate(units) for b in units[i + 1:]]
+    pairs = [c for c in pairs if c <= 0.98]  # near-duplicates left out
+    mean = sum(pairs) / len(pairs)
     bg = cosine_background(vectors)
-    pairs = [0.0, 0.0, 1 / math.sqrt(2), 0.0, 0.0, 1 / math.sqrt(2), 1 / math.sqrt(2), 0.0, 1 / math.sqrt(2), 0.5]
-    mean = sum(pairs) / 10
-    assert bg is not None and bg.vectors == 5  # the zero vector is left out
-    assert math.isclose(bg.mean, mean) and math.isclose(bg.sd, math.sqrt(sum((p - mean) ** 2 for p in pairs) / 10))
+    assert bg is not None and bg.vectors == 12  # the zero vector is left out
+    assert math.isclose(bg.mean, mean) and math.isclose(bg.sd, math.sqrt(sum((c - mean) ** 2 for c in pairs) / len(pairs)))
+    assert cosine_background(vectors[:11]) is None  # 11 vectors: too few to say what "unrelated" scores
 
 
 @settings(max_examples=25, deadline=None)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rrf_retriever.errors import StoreError, StoreUnavailableError
+from rrf_retriever.stores.fts5.scope import register_functions
 from rrf_retriever.stores.fts5.sql import store_error
 
 __all__ = ["POOL_SIZE", "Connection", "SQLiteConnections"]
@@ -66,6 +67,7 @@ class SQLiteConnections:
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False, factory=Connection
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            register_functions(conn)  # $icontains folds case as Python does
             if not self.memory:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")

@@ -4,7 +4,7 @@ saved config read back and checked against what the caller asked for.
 :class:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore` calls these inside its "create its tables" write
 transaction; the DDL itself comes from :mod:`rrf_retriever.stores.fts5.sql`. Migration: schema 1 -> 2 rebuilt the
 scope table without numeric affinity (``"042"`` never matches ``"42"``), 2 -> 3 rebuilt it with the presence rows
-of ``$exists``.
+of ``$exists``, 3 -> 4 with the date rows of date ranges.
 
 Example:
     >>> import sqlite3
@@ -84,12 +84,13 @@ def migrate(conn: sqlite3.Connection, table: str, tables: sql.Tables, path: str,
         StoreError: a stored metadata is not a JSON object, or the schema is unknown.
 
     Example:
-        >>> migrate(sqlite3.connect(":memory:"), "rrf", sql.Tables.of("rrf"), ":memory:", {"schema_version": "3"})
+        >>> migrate(sqlite3.connect(":memory:"), "rrf", sql.Tables.of("rrf"), ":memory:", {"schema_version": "4"})
     """
     t = tables
-    if saved.get("schema_version") in ("1", "2"):
+    if saved.get("schema_version") in ("1", "2", "3"):
         # Schema 1's scope table had NUMERIC affinity ("042" was stored as 42), schema 2's lacked the presence
-        # rows of $exists: rebuild it from the JSON (the documents themselves are untouched).
+        # rows of $exists, schema 3's the date rows of date ranges: rebuild it from the JSON (the documents
+        # themselves are untouched).
         conn.execute(f"DROP TABLE {t.scope}")
         for statement in sql.scope_table_sql(table):
             conn.execute(statement)

@@ -7,7 +7,14 @@ below is an index range:
   :func:`rrf_retriever.scope.tree.scope_key` (``b``, ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity
   converts nothing, so ``"042"`` stays the text ``"042"`` and never equals ``"42"`` or ``42``;
 * one presence row ``(key, "e", 1)`` per key whose value is not None and not an empty list (``$exists``: a
-  dict, a list of dicts or ``[None]`` is present although no scalar row holds it). Schema 3 added these rows.
+  dict, a list of dicts or ``[None]`` is present although no scalar row holds it). Schema 3 added these rows;
+* one date row ``(key, "d", microseconds)`` per string that is an ISO 8601 date
+  (:func:`rrf_retriever.scope.dates.date_micros`: its instant, UTC), next to its ``s`` row: a
+  :class:`DateRange` is an integer range over them, whatever offsets the strings carry. Schema 4 added these rows.
+
+A :class:`Contains` is ``instr`` over the key's ``s`` rows (no ``LIKE``: ``%``, ``_`` and quotes are plain
+characters of a bound parameter), case-folded by :func:`fold` (Python's ``str.lower``, registered on every
+connection as ``rrf_lower``: SQLite's own ``lower`` folds ASCII only).
 
 :func:`scope_sql` turns a :data:`~rrf_retriever.scope.tree.FilterNode` into a boolean SQL expression on a rowid:
 :class:`Match` and :class:`Range` and :class:`Exists` are ``rowid IN (SELECT doc FROM t_scope WHERE ...)``,
@@ -28,12 +35,38 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range, scope_key
+from rrf_retriever.scope.dates import date_micros
+from rrf_retriever.scope.tree import (
+    AllOf,
+    AnyOf,
+    Contains,
+    DateRange,
+    Exists,
+    FilterNode,
+    Match,
+    Not,
+    Range,
+    date_bounds,
+    scope_key,
+)
 
-__all__ = ["PRESENT", "balanced_join", "scope_rows", "scope_sql", "scope_table_sql", "scope_value", "where_sql"]
+__all__ = [
+    "DATE",
+    "PRESENT",
+    "balanced_join",
+    "fold",
+    "register_functions",
+    "scope_rows",
+    "scope_sql",
+    "scope_table_sql",
+    "scope_value",
+    "where_sql",
+]
 
 #: The ``vtype`` of a presence row (its value is always 1).
 PRESENT = "e"
+#: The ``vtype`` of a date row (its value: the instant in microseconds since the epoch, UTC).
+DATE = "d"
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _OPS = (("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<="))
@@ -98,6 +131,26 @@ def scope_rows(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
             if row is not None and row not in seen:
                 seen.add(row)
                 yield (key, *row)
+            micros = date_micros(v) if row is not None and row[0] == "s" else None
+            if micros is not None and (DATE, micros) not in seen:
+                seen.add((DATE, micros))
+                yield (key, DATE, micros)
+
+
+def fold(value: object) -> object:
+    """The case folding of ``$icontains`` in SQL (``rrf_lower``): ``str.lower``, as LlamaIndex's
+    ``text_match_insensitive`` and :func:`~rrf_retriever.scope.tree.matches` fold; other values unchanged.
+
+    Example:
+        >>> fold("ÀB"), fold(3)
+        ('àb', 3)
+    """
+    return value.lower() if isinstance(value, str) else value
+
+
+def register_functions(conn: Any) -> None:
+    """Register :func:`fold` as ``rrf_lower`` on a connection (every connection a store opens)."""
+    conn.create_function("rrf_lower", 1, fold, deterministic=True)
 
 
 def balanced_join(terms: list[str], op: str) -> str:
@@ -157,6 +210,19 @@ def where_sql(node: FilterNode, rowid: str, table: str = "rrf") -> tuple[str, li
                     conds.append(f" AND value {op} ?")
                     params.append(bound)
             return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = 'n'{''.join(conds)})"
+        if isinstance(n, DateRange):
+            params.append(n.key)
+            conds = []
+            bounds = date_bounds(n)
+            for attr, op in _OPS:
+                if attr in bounds:
+                    conds.append(f" AND value {op} ?")
+                    params.append(bounds[attr])
+            return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = '{DATE}'{''.join(conds)})"
+        if isinstance(n, Contains):
+            value = "rrf_lower(value)" if n.ignore_case else "value"
+            params.extend([n.key, fold(n.text) if n.ignore_case else n.text])
+            return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = 's' AND instr({value}, ?) > 0)"
         if isinstance(n, Exists):
             params.append(n.key)
             return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = '{PRESENT}')"

@@ -5,7 +5,7 @@ tools can inspect exactly what :class:`~rrf_retriever.stores.fts5.store.FTS5Keyw
 spliced into SQL: keys, values and ids always travel as bound parameters; the only names in the SQL text are
 the table prefix and the field names, both checked against a plain-name pattern first.
 
-Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data:`SCHEMA_VERSION` 3):
+Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data:`SCHEMA_VERSION` 4):
 
 * ``t_docs``: ``rowid``, ``id`` (unique), the original ``text``, the ``metadata`` as JSON.
 * ``t_fts``: an FTS5 table (``porter unicode61 remove_diacritics 2``) over the analyzer-normalised text of
@@ -17,7 +17,8 @@ Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data
   ``n``, ``s``) and ``value`` is declared ``BLOB``: BLOB affinity converts nothing, so ``"042"`` stays the text
   ``"042"`` and never equals ``"42"`` or ``42``. (Schema 1 declared it ``ANY``, which in an ordinary table is
   NUMERIC affinity: SQLite stored ``"042"``, ``" 42"`` and ``"4.2e1"`` as the integer 42. Schema 3 added a
-  presence row per key for ``$exists``. An index of schema 1 or 2 is migrated when opened: the table of
+  presence row per key for ``$exists``, schema 4 a date row per ISO 8601 date string (``d``: its instant in
+  microseconds). An index of schema 1, 2 or 3 is migrated when opened: the table of
   :func:`scope_table_sql` is rebuilt from the stored metadata JSON.) The filter compiler and the rows are in
   :mod:`rrf_retriever.stores.fts5.scope`.
 * ``t_meta``: schema version, analyzer config, fields, field weights and the document count.
@@ -77,7 +78,7 @@ __all__ = [
 
 #: The schema written by this version. 1 -> 2: the scope table's ``value`` column lost its NUMERIC affinity.
 #: 2 -> 3: the scope table gained presence rows (``$exists``). Both migrate by rebuilding it from the JSON.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: FTS5's tokenizer for every field of an English (Porter) store; queries are built from the analyzer that matches it.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: The tokenizer of a store whose analyzer stems otherwise (another language, Snowball English, none): the fields

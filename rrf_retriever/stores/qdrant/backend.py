@@ -24,7 +24,7 @@ import contextlib
 import importlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +126,8 @@ class Backend(ABC):
         sync_api: What sync calls get as ``api``.
         async_api: What async calls get as ``api``; None: no native async (the store uses a worker thread).
         where: Names the collection in errors (``"collection 'docs'"``).
+        tree_fanout: Children of a node of the tree of ranges a long integer list compiles to without a numeric
+            index (:func:`~rrf_retriever.stores.qdrant.filters.compile_filter`).
         windows: The dense layout's points hold a multivector of document windows, scored by their best window
             (Qdrant's ``MAX_SIM`` with a one-row query: the largest cosine); None: one vector per point. Set by
             the store before the collection is created, or read from the existing collection.
@@ -134,6 +136,7 @@ class Backend(ABC):
     layout: Layout
     engine_name: str = "Qdrant"
     indexes_payload: bool = True
+    tree_fanout: int = 2
     sync_api: Any = None
     async_api: Any = None
     where: str = ""
@@ -214,8 +217,10 @@ class Backend(ABC):
         """The top points of each query, in order, in as few engine requests as the engine allows."""
 
     @abstractmethod
-    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
-        """A page of points and the next page's offset (None: last page); ``ids_only``: no payload but the id."""
+    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False,
+               fields: Sequence[str] = ()) -> Any:
+        """A page of points and the next page's offset (None: last page); ``ids_only``: no payload but the id;
+        ``fields``: only these payload paths (``metadata.<key>``)."""
 
     @abstractmethod
     def create_index(self, api: Any, field_key: str, kind: str) -> Any:

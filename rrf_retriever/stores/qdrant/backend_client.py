@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.embeddings.windows import WindowSettings
@@ -285,9 +285,11 @@ class ClientBackend(Backend):
         response = api.query_batch_points(self.collection_name, requests=[self._request(q) for q in queries])
         return then(response, lambda results: [r.points for r in results])
 
-    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
+    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False,
+               fields: Sequence[str] = ()) -> Any:
+        payload: Any = list(fields) if fields else [DOC_ID_KEY] if ids_only else True
         return api.scroll(self.collection_name, scroll_filter=query_filter, limit=limit, offset=offset,
-                          with_payload=[DOC_ID_KEY] if ids_only else True, with_vectors=False)
+                          with_payload=payload, with_vectors=False)
 
     def create_index(self, api: Any, field_key: str, kind: str) -> Any:
         return api.create_payload_index(self.collection_name, field_key, self.models.PayloadSchemaType(kind))

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,8 @@ class EdgeBackend(Backend):
     """
 
     engine_name = "Qdrant edge"
+    #: Its filters copy their parts when built: a binary tree of ranges copied each one log2(n) times.
+    tree_fanout = 16
 
     def __init__(
         self,
@@ -405,9 +407,11 @@ class EdgeBackend(Backend):
         # not used: in-process it would save one call crossing per query).
         return [self.search(api, query) for query in queries]
 
-    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False) -> Any:
-        request = self.qe.ScrollRequest(offset=offset, limit=limit, filter=query_filter,
-                                         with_payload=[DOC_ID_KEY] if ids_only else True, with_vector=False)
+    def scroll(self, api: Any, offset: Any, limit: int, query_filter: Any = None, ids_only: bool = False,
+               fields: Sequence[str] = ()) -> Any:
+        payload: Any = list(fields) if fields else [DOC_ID_KEY] if ids_only else True
+        request = self.qe.ScrollRequest(offset=offset, limit=limit, filter=query_filter, with_payload=payload,
+                                         with_vector=False)
         return self._shard.scroll(request)
 
     def create_index(self, api: Any, field_key: str, kind: str) -> None:

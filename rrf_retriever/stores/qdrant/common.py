@@ -22,7 +22,7 @@ from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import StoreBase
 from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Query, Saved
-from rrf_retriever.stores.qdrant.filters import NOTHING, compile_filter
+from rrf_retriever.stores.qdrant.filters import NOTHING, RESOLVE, compile_filter
 from rrf_retriever.stores.qdrant.ops import Op, Steps, in_thread, run_async, run_sync
 from rrf_retriever.stores.qdrant.points import (
     SCROLL_PAGE,
@@ -35,6 +35,7 @@ from rrf_retriever.stores.qdrant.points import (
     point_id,
     record_of,
 )
+from rrf_retriever.stores.qdrant.resolve import resolve_steps
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit
@@ -391,6 +392,10 @@ class QdrantStore(StoreBase):
         first (engines that use payload indexes)."""
         backend = self.backend
         compiled = scope.compiled
+        if compiled is RESOLVE and scope.filter is not None:  # date ranges, substrings: their points first
+            resolved = yield from resolve_steps(backend, scope.filter)
+            flat = self.indexes.flat_limits(scope.filter, backend.indexes_payload)
+            compiled = compile_filter(scope.filter, backend, flat, resolved=resolved)
         if compiled is False:
             return NOTHING
         if scope.filter is not None and backend.indexes_payload:

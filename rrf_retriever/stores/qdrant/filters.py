@@ -14,10 +14,11 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
   floats as integers). So an integer ``v`` is matched as ``Range(gte=v, lte=v)``: ranges take ints and floats and
   never bools or strings; exact for ``|v| < 2**53`` whatever the field's index. The price is on a field without a
   payload index (past ``max_auto_indexes``): each range costs a payload scan where one ``MatchAny`` cost one, so
-  more than 8 integers there become a balanced tree of ranges (about ``2 * log2(n)`` checks a point instead of
-  ``n``). A float index, which the stores build, serves a flat list of ranges directly. Integers past 2**53 are
-  matched by one ``MatchAny`` (exact in int64 on every engine, whatever the index) and the floats equal to them
-  (only those float64 holds) by ranges that exclude the integers rounding onto them.
+  more than 8 integers there become a tree of ranges (binary: about ``2 * log2(n)`` checks a point instead of
+  ``n``; on qdrant-edge, whose filters copy their parts, 16 children a node). A float index, which the stores
+  build, serves a flat list of ranges directly. Integers past 2**53 are matched by one ``MatchAny`` (exact in
+  int64 on every engine, whatever the index) and the floats equal to them (only those float64 holds) by ranges
+  that exclude the integers rounding onto them.
 * ``Range`` compares in float64 without an index (and with a float index), but exactly with an integer index and
   in local mode: beyond ``2**53`` an integer can round onto a bound. Such bounds are compiled with the integers
   that either reading gets wrong listed: ``(Range and not MatchAny(wrong)) or MatchAny(missed)``; they are runs
@@ -31,6 +32,10 @@ test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.sco
 * ``IsEmpty`` is true for a missing key, None and ``[]`` (not for ``{}``, ``[None]``): ``Exists`` is its negation.
 * Arrays match when an element does (one level: ``[[2]]`` holds no 2), ``must_not`` is a complement over
   documents (a document without the key matches ``Not(Match)``), as in the reference.
+* ``DateRange`` and ``Contains`` have no exact Qdrant condition (``DatetimeRange`` parses more string forms than
+  :data:`~rrf_retriever.scope.dates.DATE_FORMS` on one engine than on the other, ``MatchText`` is token-based,
+  not a substring): their points are resolved first (:mod:`rrf_retriever.stores.qdrant.resolve`: the reference
+  test on the payloads of the points holding the key) and compiled as ``HasId`` of those points.
 * What no filter can fix: qdrant-edge 0.9 stores about one float in nine that needs 16-17 significant digits one
   float64 step off (see :mod:`rrf_retriever.stores.qdrant.backend_edge`); a range bound within that step of such a value
   may read it on the wrong side.
@@ -43,12 +48,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Protocol
 
 from rrf_retriever.errors import InvalidFilterError
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, FilterNode, Match, Not, Range
+from rrf_retriever.scope.tree import AllOf, AnyOf, Contains, DateRange, Exists, FilterNode, Match, Not, Range
 from rrf_retriever.stores.qdrant.int_runs import (
     FilterWork,
     Run,
@@ -62,7 +68,9 @@ from rrf_retriever.stores.qdrant.int_runs import (
 __all__ = [
     "IS_EMPTY",
     "MAX_LISTED_INTEGERS",
+    "MAX_RESOLVED_LEAVES",
     "NOTHING",
+    "RESOLVE",
     "Bounds",
     "FilterHooks",
     "FilterWork",
@@ -70,6 +78,7 @@ __all__ = [
     "field_key",
     "filter_keys",
     "index_plan",
+    "resolved_leaves",
 ]
 
 #: Payload key of the metadata (langchain-qdrant's layout); filters address ``metadata.<key>``.
@@ -109,14 +118,32 @@ IS_EMPTY: Any = _IsEmpty()
 NOTHING: Any = _Nothing()
 
 
+class _Resolve:
+    def __repr__(self) -> str:
+        return "RESOLVE"
+
+
+#: What :func:`compile_filter` answers for a filter with ``DateRange`` / ``Contains`` leaves and no ``resolved``
+#: points for them: resolve them (:mod:`rrf_retriever.stores.qdrant.resolve`), then compile again.
+RESOLVE: Any = _Resolve()
+#: The leaves resolved to point ids before a filter is compiled.
+RESOLVED_NODES = (DateRange, Contains)
+#: The most distinct ``DateRange`` / ``Contains`` leaves one filter may hold in a Qdrant store: each costs a scroll
+#: of the points holding its key (shared by the leaves of one key) and a ``HasId`` as long as its matches.
+MAX_RESOLVED_LEAVES = 64
+
+
 class FilterHooks(Protocol):
-    """The engine's filter models (implemented by each backend)."""
+    """The engine's filter models (implemented by each backend); a backend may also say how many children a node
+    of the tree of ranges holds (``tree_fanout``, 2 if it does not: see ``_Compiler.tree``)."""
 
     def condition(self, field_key: str, test: Any) -> Any: ...
 
     def filter(self, **parts: Any) -> Any: ...
 
     def boolean(self, value: bool) -> Any: ...
+
+    def has_ids(self, pids: Iterable[str]) -> Any: ...
 
 
 def field_key(key: str) -> str:
@@ -134,26 +161,52 @@ def compile_filter(
     hooks: FilterHooks,
     flat_limit: Callable[[str], int | None],
     work: FilterWork | None = None,
+    resolved: Mapping[FilterNode, frozenset[str]] | None = None,
 ) -> Any:
-    """``node`` as an engine condition, or True (no constraint) / False (nothing matches).
+    """``node`` as an engine condition, or True (no constraint) / False (nothing matches), or :data:`RESOLVE`.
 
-    The work is bounded by the filter's size: integers past 2**53 cost a few float64 checks each (never one per
-    integer near them) and at most :data:`MAX_LISTED_INTEGERS` listed integers in all.
+    The work is bounded by the filter's size (at most ``MAX_FILTER_VALUES_TOTAL`` values, checked by the parser):
+    an integer costs one range (copied into at most ``log16(n)`` levels of a tree on qdrant-edge); integers past
+    2**53 cost a few float64 checks each (never one per integer near them) and at most
+    :data:`MAX_LISTED_INTEGERS` listed integers in all.
 
     Args:
         node: A normalized filter tree, or None.
         hooks: The engine's models.
         flat_limit: For a key, how many integers a Match may list as a flat ``should`` of ranges before it becomes
-            a balanced tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
+            a tree of ranges (None: no limit). A numeric payload index serves a flat list fastest; without
             one every range is checked on every payload; qdrant-client local mode checks each in Python.
         work: Counts what the compile does (a fresh one if None).
+        resolved: The point ids matching each of the filter's :func:`resolved_leaves`; without them a filter
+            that has such leaves compiles to :data:`RESOLVE`.
 
     Raises:
-        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers.
+        InvalidFilterError: the filter would list more than :data:`MAX_LISTED_INTEGERS` integers, or holds more
+            than :data:`MAX_RESOLVED_LEAVES` date ranges and substrings.
     """
     if node is None:
         return True
-    return _Compiler(hooks, flat_limit, work if work is not None else FilterWork()).node(node)
+    if resolved is None and (leaves := resolved_leaves(node)):
+        if len(leaves) > MAX_RESOLVED_LEAVES:
+            msg = (f"the filter holds {len(leaves)} date ranges and substrings ($contains, $icontains); a Qdrant "
+                   f"store resolves at most {MAX_RESOLVED_LEAVES} per filter (each scans the points holding its "
+                   "key); combine them or use equality")
+            raise InvalidFilterError(msg)
+        return RESOLVE
+    return _Compiler(hooks, flat_limit, work if work is not None else FilterWork(), resolved or {}).node(node)
+
+
+def resolved_leaves(node: FilterNode | None) -> list[DateRange | Contains]:
+    """The ``DateRange`` and ``Contains`` leaves of a filter (each once), which Qdrant's stores resolve to point
+    ids first.
+
+    Example:
+        >>> from rrf_retriever.scope.parse import normalize_filter
+        >>> resolved_leaves(normalize_filter({"a": 1, "b": {"$contains": "x"}}))
+        [Contains(key='b', text='x', ignore_case=False)]
+    """
+    leaves = [leaf for leaf in _leaves(node) if isinstance(leaf, RESOLVED_NODES)]
+    return list(dict.fromkeys(leaves))
 
 
 def index_plan(node: FilterNode | None) -> dict[str, tuple[str, bool]]:
@@ -191,7 +244,7 @@ def filter_keys(node: FilterNode | None) -> set[str]:
         >>> sorted(filter_keys(normalize_filter({"a": 1, "$or": [{"b": []}, {"c": {"$exists": True}}]})))
         ['a', 'b', 'c']
     """
-    return {leaf.key for leaf in _leaves(node) if isinstance(leaf, (Match, Range, Exists))}
+    return {leaf.key for leaf in _leaves(node) if isinstance(leaf, (Match, Range, Exists, *RESOLVED_NODES))}
 
 
 def _leaves(node: FilterNode | None) -> Iterator[FilterNode]:
@@ -207,12 +260,18 @@ def _leaves(node: FilterNode | None) -> Iterator[FilterNode]:
 
 
 class _Compiler:
-    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None], work: FilterWork) -> None:
+    def __init__(self, hooks: FilterHooks, flat_limit: Callable[[str], int | None], work: FilterWork,
+                 resolved: Mapping[FilterNode, frozenset[str]]) -> None:
         self.hooks = hooks
         self.flat_limit = flat_limit
         self.work = work
+        self.resolved = resolved
+        self.fanout = max(2, int(getattr(hooks, "tree_fanout", 2)))
 
     def node(self, node: FilterNode) -> Any:
+        if isinstance(node, RESOLVED_NODES):
+            pids = self.resolved.get(node)
+            return self.hooks.has_ids(pids) if pids else False
         if isinstance(node, Match):
             return self.match(node)
         if isinstance(node, Range):
@@ -284,16 +343,22 @@ class _Compiler:
         return alternatives
 
     def tree(self, fk: str, values: list[float]) -> Any:
-        """Equality with any of the sorted integral ``values``: a balanced tree of ranges, so a scanning engine
-        checks about ``2 * log2(n)`` conditions a point instead of ``n``. Exact below 2**53: every range is."""
+        """Equality with any of the sorted integral ``values``: a tree of ranges, each node guarding its children
+        (up to the engine's ``tree_fanout``, 2 by default) by their span, so a scanning engine checks about
+        ``fanout * log_fanout(n)`` conditions a point instead of ``n``. qdrant-edge copies a filter's parts when
+        it is built, so a binary tree copied every range ``log2(n)`` times (10,000 integers: ~0.3 s to compile;
+        strings, one ``MatchAny``: 1 ms); its shallow tree (16) copies each about 4 times. Exact below 2**53:
+        every range is."""
         if len(values) <= _LEAF:
             return self.any_of([self.hooks.condition(fk, Bounds(gte=v, lte=v)) for v in values])
-        mid = len(values) // 2
-        halves = []
-        for half in (values[:mid], values[mid:]):
-            span = self.hooks.condition(fk, Bounds(gte=half[0], lte=half[-1]))
-            halves.append(self.hooks.filter(must=[span, self.tree(fk, half)]))
-        return self.hooks.filter(should=halves)
+        parts = min(self.fanout, -(-len(values) // _LEAF))
+        cuts = [len(values) * i // parts for i in range(parts + 1)]
+        children: list[Any] = []
+        for low, high in pairwise(cuts):
+            part = values[low:high]
+            span = self.hooks.condition(fk, Bounds(gte=part[0], lte=part[-1]))
+            children.append(self.hooks.filter(must=[span, self.tree(fk, part)]))
+        return self.hooks.filter(should=children)
 
     def range(self, fk: str, bounds: dict[str, float | int]) -> Any:
         """A numeric element within every bound, exact for ints and floats whatever Qdrant's reading."""

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rrf_retriever.analysis.analyzer import DEFAULT_STOPWORDS, Analyzer, default_analyzer, normalize, tokenize
+from rrf_retriever.analysis.analyzer import (
+    DEFAULT_STOPWORDS,
+    MAX_QUERY_TERMS,
+    Analyzer,
+    default_analyzer,
+    normalize,
+    tokenize,
+)
 from rrf_retriever.analysis.languages import is_cjk
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.stores.fts5.match import build_match_query, match_expression
@@ -383,3 +390,11 @@ def test_the_query_terms_of_a_document_are_all_in_its_index_terms(text: str, lan
     # Whatever the document, searching for its own text looks up only terms its index entry holds.
     a = Analyzer(language=language)
     assert set(a.analyze_query(text)) <= set(a.analyze(text))
+
+
+def test_a_long_query_keeps_its_first_terms_only() -> None:
+    words = [f"w{i}x" for i in range(5_000)]
+    analyzer = Analyzer()
+    assert analyzer.query_terms(" ".join(words)) == words[:MAX_QUERY_TERMS]
+    assert analyzer.analyze_query(" ".join(words)) == [analyzer.analyze(w)[0] for w in words[:MAX_QUERY_TERMS]]
+    assert len(analyzer.terms(" ".join(words))) == 5_000  # the index side reads every term

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import math
+import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -122,3 +125,20 @@ def test_minilm_bad_arguments(tmp_path: Path) -> None:
         MiniLMEmbedding(tmp_path)  # no weights there
     with pytest.raises(InvalidArgumentError):
         MiniLMEmbedding(max_length=4)
+
+
+_PIECES = ["rocket", "orbit", "naïve", "café", "x", "Δelta", "東京", "e-mail", "U.S.A.", "supercalifragilistic" * 5,
+           "a" * 300, "\t", "\n", "\x1f", "\u00a0", " ", "  ", ".", ""]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12), st.integers(9_000, 40_000), st.integers(0, 2**32))
+def test_a_long_text_reads_as_its_whole_tokens_say(minilm: MiniLMEmbedding, pieces: list[str], size: int,
+                                                   seed: int) -> None:
+    # A long text is tokenized from its head (a safe cut before a space); the reference reads it whole: the first
+    # window of embed_windows, from a tokenizer that never truncates.
+    rng = random.Random(seed)
+    text = "".join(rng.choice(pieces) + rng.choice([" ", "", "\x1f", "\n"]) for _ in range(size // 4))[:size]
+    reference = minilm.embed_windows([text], max_windows=1)[0][0]
+    assert np.allclose(minilm.embed_query(text), reference, atol=1e-6)
+    assert np.allclose(minilm.embed_array([text, "short"])[0], reference, atol=1e-6)

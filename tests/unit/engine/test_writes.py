@@ -20,7 +20,7 @@ from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine.journal import Journal
 from rrf_retriever.engine.legs import as_leg
 from rrf_retriever.engine.writes import ADD_CHUNK, WriteUnit
-from rrf_retriever.errors import DimensionMismatchError, EmbeddingError, InvalidArgumentError, StoreError
+from rrf_retriever.errors import EmbeddingError, InvalidArgumentError, InvalidVectorError, StoreError
 from rrf_retriever.progress import progress_shown
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
@@ -246,14 +246,15 @@ def test_an_embedding_failure_in_a_later_chunk_says_what_stays_written(tmp_path:
     keyword.close()
 
 
-def test_a_later_chunk_the_journal_refuses_says_what_stays_written(stores: dict[str, Any], tmp_path: Path) -> None:
+def test_a_bad_vector_in_a_later_chunk_is_refused_before_any_chunk_is_written(stores: dict[str, Any],
+                                                                              tmp_path: Path) -> None:
     journal = Journal(tmp_path / "journal.sqlite3")
     rows = np.random.default_rng(4).standard_normal((7, DIM)).tolist()
-    rows[4][0] = float("nan")  # the second chunk: no store would take it, no redo could complete
+    rows[4][0] = float("nan")  # the second chunk: the given vectors are checked whole, at the door
     unit = _unit(stores, journal)
-    with pytest.raises(DimensionMismatchError, match="the 3 document\\(s\\) of the chunks before them stay written"):
+    with pytest.raises(InvalidVectorError, match=r"vectors\[4\] holds NaN.*nothing was written"):
         unit.add(IDS, TEXTS, vectors=rows)
-    assert unit.count() == {"dense": 3, "keyword": 3} and journal.pending() == []
+    assert unit.count() == {"dense": 0, "keyword": 0} and journal.pending() == []
     journal.close()
 
 

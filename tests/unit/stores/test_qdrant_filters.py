@@ -219,3 +219,14 @@ def test_langchain_points_without_doc_id_are_listed_by_their_point_id() -> None:
     store = QdrantDenseStore(HashingEmbedding(dim=DIM), client=client, collection_name="lc")
     assert store.ids_matching({"s": 1.0}) == [pid]
     assert store.ids_matching({"s": {"$exists": False}}) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_thousands_of_integers_match_exactly_what_the_reference_matches(stores: Any, kind: str) -> None:
+    # Past 8 integers on a field without a numeric index the compile builds a shallow tree of ranges (16 children
+    # a node): every level of it must stay exact, floats equal to an integer and lists included.
+    store = stores(kind)
+    for flt in ({"k": list(range(-2_000, 2_000))}, {"k": [3 * v - 1 for v in range(3_000)]},
+                {"k": {"$nin": list(range(-500, 1_500))}}, {"$or": [{"k": list(range(100, 400))}, {"k": [2]}]}):
+        node = normalize_filter(flt)
+        assert store.ids_matching(flt) == sorted(i for i, meta in DOCS.items() if matches(meta, node)), flt

@@ -1,5 +1,5 @@
 """The full filter language in the FTS5 store: the schema 2 -> 3 migration (presence rows for
-``$exists``), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
+``$exists``), the 3 -> 4 one (date rows), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
 regressions found while building it. The random exactness property is in ``test_filter_property.py``."""
 
 from __future__ import annotations
@@ -56,15 +56,34 @@ def test_a_schema_2_file_is_migrated_on_open_and_scopes_exactly(tmp_path: Path) 
         conn.execute("UPDATE rrf_meta SET value = '2' WHERE key = 'schema_version'")
     conn.close()
     with FTS5KeywordStore(path) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == FTS5KeywordStore.SCHEMA_VERSION
         assert store.count() == len(METAS)
         assert {r.id: r.metadata for r in store.get(list(METAS))} == METAS  # nothing stored is lost
         for flt in FILTERS:
             assert sorted(h.id for h in store.search("alpha", 20, filter=flt)) == _expected(flt), flt
             assert store.ids_matching(flt) == _expected(flt), flt
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM rrf_meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM rrf_meta WHERE key = 'schema_version'").fetchone() == (
+        str(FTS5KeywordStore.SCHEMA_VERSION),)
     conn.close()
+
+
+def test_a_schema_3_file_gets_its_date_rows_on_open(tmp_path: Path) -> None:
+    # Schema 3 had no date rows ('d'): a date range would match nothing there. Opening it rebuilds the side table.
+    path = tmp_path / "kw.sqlite"
+    metas = {"old": {"at": "2020-05-01T10:00:00+02:00"}, "new": {"at": "2024-05-01"}, "num": {"at": 1588320000}}
+    with FTS5KeywordStore(path) as store:
+        store.add(list(metas), ["alpha"] * 3, list(metas.values()))
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DELETE FROM rrf_scope WHERE vtype = 'd'")
+        conn.execute("UPDATE rrf_meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+    with FTS5KeywordStore(path) as store:
+        assert store.schema_version == FTS5KeywordStore.SCHEMA_VERSION
+        assert {r.id: r.metadata for r in store.get(list(metas))} == metas  # nothing stored is lost
+        assert store.ids_matching({"at": {"$lt": "2021-01-01"}}) == ["old"]
+        assert [h.id for h in store.search("alpha", 5, filter={"at": {"$gte": "2021-01-01"}})] == ["new"]
 
 
 @pytest.mark.parametrize("flt", FILTERS)
