@@ -59,10 +59,8 @@ DIM = 8
 WORDS = "token deploy backup restore vector index session memory note agent cache queue".split()
 ATTACKS = ("string_ids", "language", "duplicate_keys", "bad_last_vector", "node_hash", "dense_paths", "int_filter",
            "links", "long_query", "node_ids", "symlink", "wrong_types", "dialects")
-#: Attacks whose fix is not on this branch yet (skipped by default; the coordinator empties this as fixes land).
-PENDING = frozenset({
-    "bad_last_vector", "dense_paths", "int_filter", "long_query",  # branch bounds (items 4, 6, 7, 9)
-})
+#: Attacks whose fix is not on this branch yet (skipped by default; emptied as the fixes landed).
+PENDING: frozenset[str] = frozenset()
 
 Problems = list[str]
 #: What the attacks that may either refuse or answer exactly did ("int_filter:refused", "links:answered", ...).

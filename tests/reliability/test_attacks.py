@@ -7,10 +7,7 @@ import pytest
 
 from tests.reliability.attacks import ATTACKS, PENDING, run_attacks
 
-#: Attacks that write a batch of more than 10,000 documents or filter with 80,000 values: seconds a round.
-SLOW = {"bad_last_vector", "int_filter"}
-READY = [pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
-         for name in ATTACKS if name not in PENDING]
+READY = [name for name in ATTACKS if name not in PENDING]
 
 
 @pytest.mark.parametrize("attack", READY)
