@@ -14,6 +14,8 @@ Attacks (each through the public API, on a small index; the hashing embedder unl
   default stack without payload indexes (``edge_noindex``: the compile's tree of ranges);
 * ``filter_strs1_<stack>``: the same with 10,000 strings (one ``MatchAny``), for scale;
 * ``plain_query``: an ordinary query on the same kind of index, for scale;
+* ``filter_ints<n>_100k_noindex``: one key x n integers on a 100,000-point qdrant-edge dense store without payload
+  indexes (slow to build: run it with ``--reps 1``; it takes the median of 3 searches itself);
 * ``links_70000``: a query whose page holds a document whose ``links`` hold 70,000 ids (written to the stores
   directly, as an index written before the cap would hold it), ``links_key="links"``;
 * ``query_<size>``: one query of that many characters with MiniLM (int8) on the dense leg, FTS5 keyword leg.
@@ -98,6 +100,27 @@ def filter_ints(stack: str, keys: int, kind: type = int) -> dict[str, Any]:
         return out
 
 
+def filter_ints_scale(n_ints: int, docs: int = 100_000) -> dict[str, Any]:
+    """One key x ``n_ints`` integers over ``docs`` points of a qdrant-edge dense store without payload indexes (the
+    tree of ranges checked on every payload): the median of 3 searches on one index."""
+    import random
+
+    from rrf_retriever import HashingEmbedding, QdrantEdgeDenseStore
+
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = QdrantEdgeDenseStore(HashingEmbedding(dim=8), path=tmp, max_auto_indexes=0)
+        for start in range(0, docs, 10_000):
+            ids = [f"d{i}" for i in range(start, min(docs, start + 10_000))]
+            store.add(ids, ["alpha"] * len(ids), [{"k0": rng.randrange(100_000)} for _ in ids],
+                      [[rng.gauss(0, 1) for _ in range(8)] for _ in ids])
+        flt = {"k0": list(range(0, 100_000, 100_000 // n_ints))}
+        store.search([1.0] * 8, 10, flt)
+        runs = [_timed(lambda: len(store.search([1.0] * 8, 10, flt))) for _ in range(3)]
+        store.close()
+        return {**runs[-1], "seconds": statistics.median(r["seconds"] for r in runs)}
+
+
 def plain_query() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         engine = _engine("fts5", tmp, links=True)
@@ -148,6 +171,8 @@ ATTACKS: dict[str, Callable[[], dict[str, Any]]] = {
     "filter_strs1_edge": lambda: filter_ints("edge", 1, str),
     "filter_strs1_edge_noindex": lambda: filter_ints("edge-noindex", 1, str),
     "plain_query": plain_query,
+    "filter_ints1000_100k_noindex": lambda: filter_ints_scale(1_000),
+    "filter_ints10000_100k_noindex": lambda: filter_ints_scale(10_000),
     "links_70000": links_70000,
     "query_100k": lambda: query_chars(100_000),
     "query_1m": lambda: query_chars(1_000_000),
@@ -167,7 +192,7 @@ def main() -> None:
 
     print(f"rrf_retriever from {Path(rrf_retriever.__file__).parent}")
     figures: dict[str, Any] = {}
-    for name in args.only or ATTACKS:
+    for name in args.only or [a for a in ATTACKS if "100k" not in a]:
         runs_of = [ATTACKS[name]() for _ in range(args.reps)]
         figures[name] = {**runs_of[-1], "seconds": statistics.median(r["seconds"] for r in runs_of),
                          "runs": [r["seconds"] for r in runs_of]}
