@@ -121,6 +121,10 @@ def mmr_order(
     return chosen
 
 
+#: Cosines are compared to this many decimals (float noise below it is no difference).
+_DIGITS = 12
+
+
 def _similarity_rows(vectors: Sequence[Sequence[float] | None]) -> Callable[[int], Sequence[float]]:
     """``row(j)[i]`` = cosine similarity of candidates ``i`` and ``j`` (0 where either has no vector or a zero one).
 
@@ -141,7 +145,9 @@ def _similarity_rows(vectors: Sequence[Sequence[float] | None]) -> Callable[[int
                 matrix[i] = v
         norms = np.linalg.norm(matrix, axis=1)
         matrix[norms > 0] /= norms[norms > 0, None]
-        return lambda j: (matrix @ matrix[j]).tolist()
+        # rounded: two cosines equal in exact arithmetic (0 and 0) must tie, so the earlier candidate wins as
+        # documented, not whichever one float noise of 1e-17 favours
+        return lambda j: np.round(matrix @ matrix[j], _DIGITS).tolist()
     norms = [_norm(v) for v in vectors]
     unit = [None if v is None or norms[i] == 0 else [x / norms[i] for x in v] for i, v in enumerate(vectors)]
 
@@ -149,6 +155,6 @@ def _similarity_rows(vectors: Sequence[Sequence[float] | None]) -> Callable[[int
         picked = unit[j]
         if picked is None:
             return [0.0] * n
-        return [0.0 if u is None else sum(map(mul, picked, u)) for u in unit]
+        return [0.0 if u is None else round(sum(map(mul, picked, u)), _DIGITS) for u in unit]
 
     return row

@@ -93,10 +93,13 @@ def cosine_background(vectors: Sequence[Sequence[float]]) -> CosineBackground | 
     against).
 
     Example:
-        >>> bg = cosine_background([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [0, 1, 1]])
+        >>> units = [[float(i == k) for k in range(12)] for i in range(12)]  # 12 orthogonal documents
+        >>> bg = cosine_background(units + [[1.0] * 12])  # and one close to none of them (cosine 0.29 to each)
         >>> round(bg.mean, 3), round(bg.sd, 3), bg.vectors
-        (0.333, 0.338, 5)
-        >>> cosine_background([[1.0, 0.0]] * 6) is None  # duplicates only: no scale
+        (0.044, 0.104, 13)
+        >>> cosine_background([[1.0, 0.0]] * 20) is None  # duplicates only: no scale
+        True
+        >>> cosine_background(units[:11]) is None  # fewer than MIN_BACKGROUND_VECTORS: no scale either
         True
     """
     import numpy as np

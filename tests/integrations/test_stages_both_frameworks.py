@@ -72,11 +72,15 @@ def test_llamaindex_metadata_filters_on_both_sides(retriever: Any) -> None:
     expected = {i for i, m in zip(IDS, METAS, strict=True) if m["year"] >= 2020 and (m["lang"] == "en" or
                                                                                         m["session"] == 0)}
     assert {d.id for d in docs} == expected
+    # TEXT_MATCH is a substring test on both sides, as SimpleVectorStore's
     text_match = MetadataFilters(filters=[MetadataFilter(key="lang", value="e", operator=FilterOperator.TEXT_MATCH)])
+    docs, _ = both(retriever, filter=text_match, k=30)
+    assert {d.id for d in docs} == {i for i, m in zip(IDS, METAS, strict=True) if "e" in m["lang"]}
+    wrong_kind = MetadataFilters(filters=[MetadataFilter(key="year", value="soon", operator=FilterOperator.GT)])
     with pytest.raises(InvalidFilterError):
-        retriever.invoke(QUERY, filter=text_match)
+        retriever.invoke(QUERY, filter=wrong_kind)
     with pytest.raises(InvalidFilterError):
-        retriever.scoped(filter=text_match).retrieve(QUERY)
+        retriever.scoped(filter=wrong_kind).retrieve(QUERY)
 
 
 def test_pinned_ids_in_scope_always_out_of_scope_never(retriever: Any) -> None:
