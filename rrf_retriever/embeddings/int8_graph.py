@@ -60,10 +60,10 @@ def build_or_load_int8(model_dir: Path, cache_dir: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = new_temp_file(target)  # an unusable cache_dir fails here, before the quantisation
-    fused = build_graph(model_dir, fused=True)
     quant_logger = logging.getLogger()  # the quantiser warns on the root logger ("consider pre-processing")
     level = quant_logger.level
     try:
+        fused = build_graph(model_dir, fused=True)  # inside: weights it cannot read leave no temporary file
         quant_logger.setLevel(max(level, logging.ERROR))
         quantize_dynamic(
             fused,
