@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish
+from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish, remembered_hash
 from rrf_retriever.embeddings.onnx_graph import GRAPH_VERSION, build_graph, weights_hash
 
 __all__ = ["INT8_VERSION", "build_or_load_int8", "int8_path"]
@@ -38,7 +38,7 @@ def int8_path(model_dir: Path, cache_dir: Path) -> Path:
     """
     import onnxruntime
 
-    key = weights_hash(model_dir / "model.safetensors")
+    key = remembered_hash(model_dir / "model.safetensors", cache_dir, weights_hash)
     ort_version = onnxruntime.__version__.replace("+", "_")
     return cache_dir / f"all-minilm-l6-v2-{key}-g{GRAPH_VERSION}-int8q{INT8_VERSION}-ort{ort_version}.onnx"
 
