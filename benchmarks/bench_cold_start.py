@@ -76,7 +76,8 @@ def run_cli(index: Path, env: dict[str, str]) -> float:
 
 
 def run_open(index: Path, env: dict[str, str]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(index), QUERY], check=True, capture_output=True,
+    # -P: no current directory on sys.path, so PYTHONPATH (a --tree) decides which code runs, as for the CLI
+    done = subprocess.run([sys.executable, "-P", "-c", PROBE, str(index), QUERY], check=True, capture_output=True,
                           text=True, env=env)
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
