@@ -53,3 +53,33 @@ def test_a_failed_load_raises_at_every_use_not_at_construction() -> None:
     for _ in range(3):
         with pytest.raises(EmbeddingError, match="cannot load the graph"):
             loader.get()
+
+
+def test_a_child_forked_while_the_load_runs_loads_for_itself() -> None:
+    import multiprocessing
+    import os
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def load() -> int:
+        started.set()
+        release.wait(timeout=30)  # the parent's load is still running when the child is forked
+        return os.getpid()
+
+    loader = BackgroundLoad(load)
+    started.wait()
+    ctx = multiprocessing.get_context("fork")
+    parent_end, child_end = ctx.Pipe()
+
+    def child() -> None:  # runs in the forked child: its copy of the loader has no loading thread
+        release.set()  # the child's copy of the event: its own load may finish
+        child_end.send((loader.get(), loader.get()))
+
+    process = ctx.Process(target=child)
+    process.start()
+    child_value = parent_end.recv()
+    process.join()
+    release.set()
+    assert child_value[0] == child_value[1] == process.pid != os.getpid()
+    assert loader.get() == os.getpid()
