@@ -1,6 +1,9 @@
 """Cold start: a new process that opens an index and answers one query, warm and first-ever (empty graph cache).
 
-Run: .venv/bin/python benchmarks/bench_cold_start.py [--docs 2000] [--repeat 5]
+Run: .venv/bin/python benchmarks/bench_cold_start.py [--docs 2000] [--repeat 5] [--tree before=/tmp/old after=.]
+
+``--tree NAME=PATH`` (repeatable) runs each measure with ``PYTHONPATH=PATH`` (a checkout of another commit, e.g.
+``git worktree add /tmp/old <commit>``), interleaved with the other trees in every round: before/after side by side.
 
 Builds (once, kept under benchmarks/.cache) an index of the first ``--docs`` SciFact abstracts with the CLI's
 defaults (int8 MiniLM, qdrant-edge both legs), then times in fresh interpreters, interleaved:
@@ -54,7 +57,7 @@ print(json.dumps({"frameworks": t1 - t0, "import": t2 - t1, "open": t3 - t2, "fi
 def build_index(docs: int) -> Path:
     """The index of the first ``docs`` SciFact abstracts, built once by the CLI with its defaults."""
     index = CACHE / f"cold_start_scifact_{docs}"
-    if (index / "manifest.json").is_file():
+    if (index / "rrf-index.json").is_file():
         return index
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,44 +76,72 @@ def run_cli(index: Path, env: dict[str, str]) -> float:
 
 
 def run_open(index: Path, env: dict[str, str]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(index), QUERY], check=True, capture_output=True,
+    # -P: no current directory on sys.path, so PYTHONPATH (a --tree) decides which code runs, as for the CLI
+    done = subprocess.run([sys.executable, "-P", "-c", PROBE, str(index), QUERY], check=True, capture_output=True,
                           text=True, env=env)
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def measure(index: Path, repeat: int, trees: dict[str, str | None]) -> dict[str, dict[str, list[dict[str, float]]]]:
+    """Every measure ``repeat`` times per tree, the trees interleaved in each round."""
+    base = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    envs = {name: base if path is None else {**base, "PYTHONPATH": path} for name, path in trees.items()}
+    for env in envs.values():
+        run_cli(index, env)  # the warm cache really is warm (and each tree's bytecode compiled)
+    rows: dict[str, dict[str, list[dict[str, float]]]] = {
+        name: {"cli_warm": [], "cli_cold": [], "open_warm": [], "open_cold": []} for name in trees}
+    for _ in range(repeat):
+        for cache in ("warm", "cold"):
+            for name, warm_env in envs.items():
+                with tempfile.TemporaryDirectory() as empty:
+                    env = warm_env if cache == "warm" else {**warm_env, "RRF_RETRIEVER_CACHE_DIR": empty}
+                    rows[name][f"cli_{cache}"].append({"wall": run_cli(index, env)})
+                with tempfile.TemporaryDirectory() as empty:
+                    env = warm_env if cache == "warm" else {**warm_env, "RRF_RETRIEVER_CACHE_DIR": empty}
+                    rows[name][f"open_{cache}"].append(run_open(index, env))
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
+                        help="Measure the code at PATH (as PYTHONPATH) under NAME; repeatable (default: this one).")
     args = parser.parse_args()
+    trees: dict[str, str | None] = {}
+    for spec in args.tree:
+        name, _, path = spec.partition("=")
+        trees[name] = str(Path(path).resolve())
+    trees = trees or {"this": None}
     index = build_index(args.docs)
-    warm_env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    run_cli(index, warm_env)  # the warm cache really is warm
-    rows: dict[str, list[dict[str, float]]] = {"cli_warm": [], "cli_cold": [], "open_warm": [], "open_cold": []}
-    for _ in range(args.repeat):
-        for cache in ("warm", "cold"):
-            with tempfile.TemporaryDirectory() as empty:
-                env = warm_env if cache == "warm" else {**warm_env, "RRF_RETRIEVER_CACHE_DIR": empty}
-                rows[f"cli_{cache}"].append({"wall": run_cli(index, env)})
-            with tempfile.TemporaryDirectory() as empty:
-                env = warm_env if cache == "warm" else {**warm_env, "RRF_RETRIEVER_CACHE_DIR": empty}
-                rows[f"open_{cache}"].append(run_open(index, env))
-    summary = {name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
-               for name, runs in rows.items()}
+    load_before = os.getloadavg()[0]
+    rows = measure(index, args.repeat, trees)
     load = os.getloadavg()
     print(f"index: {args.docs} SciFact abstracts ({index}); {args.repeat} runs each, interleaved; "
-          f"load average {load[0]:.1f}")
-    print(f"rrf-retriever search, wall:       warm cache {summary['cli_warm']['wall']:.2f} s, "
-          f"empty cache {summary['cli_cold']['wall']:.2f} s")
-    for cache in ("warm", "cold"):
-        s = summary[f"open_{cache}"]
-        print(f"open + first answer ({cache:>4} cache): {s['after_frameworks']:.2f} s after the frameworks' imports "
-              f"({s['frameworks']:.2f} s): import {s['import']:.2f}, open {s['open']:.2f}, "
-              f"first answer {s['first_answer']:.2f}")
+          f"load average {load_before:.1f} before, {load[0]:.1f} after")
+    summaries = {}
+    for name, tree_rows in rows.items():
+        summary = {kind: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
+                   for kind, runs in tree_rows.items()}
+        summaries[name] = summary
+        print(f"[{name}] rrf-retriever search, wall: warm cache {summary['cli_warm']['wall']:.2f} s, "
+              f"empty cache {summary['cli_cold']['wall']:.2f} s")
+        for cache in ("warm", "cold"):
+            s = summary[f"open_{cache}"]
+            print(f"[{name}] open + first answer ({cache:>4} cache): {s['after_frameworks']:.2f} s after the "
+                  f"frameworks' imports ({s['frameworks']:.2f} s): import {s['import']:.2f}, open {s['open']:.2f}, "
+                  f"first answer {s['first_answer']:.2f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "cold_start.json"
-    out.write_text(json.dumps({"docs": args.docs, "repeat": args.repeat, "load_average": load[0],
-                               "median_seconds": summary, "runs": rows}, indent=2) + "\n", encoding="utf-8")
+    only = next(iter(summaries)) if len(summaries) == 1 else None
+    payload: dict[str, object] = {"docs": args.docs, "repeat": args.repeat, "load_average": load[0],
+                                  "load_average_before": load_before, "trees": trees}
+    if only is not None:
+        payload.update({"median_seconds": summaries[only], "runs": rows[only]})
+    else:
+        payload.update({"median_seconds": summaries, "runs": rows})
+    out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     print(f"figures in {out.relative_to(REPO)}")
     return 0
 

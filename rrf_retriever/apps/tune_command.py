@@ -11,11 +11,10 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rrf_retriever.tuning.judged import load_judged_queries
-from rrf_retriever.tuning.report import TuneReport
-from rrf_retriever.tuning.tuner import tune
+if TYPE_CHECKING:  # the tuner is imported by the command that runs it, not by every CLI start (`search`)
+    from rrf_retriever.tuning.report import TuneReport
 
 __all__ = ["register_tune_command", "tune_index"]
 
@@ -36,6 +35,8 @@ def tune_index(
     """``rrf-retriever tune -d INDEX BEIR_DIR`` without the console: open the index, tune on the folder's judged
     queries (their ``metadata.filter`` applied), save an applied setting in the manifest, close the index."""
     from rrf_retriever.index.directory import open_index
+    from rrf_retriever.tuning.judged import load_judged_queries
+    from rrf_retriever.tuning.tuner import tune
 
     queries, qrels = load_judged_queries(data, split)
     if max_queries is not None:

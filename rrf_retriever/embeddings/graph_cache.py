@@ -14,13 +14,16 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from rrf_retriever.errors import EmbeddingError
 
-__all__ = ["cache_error", "new_temp_file", "publish"]
+__all__ = ["cache_error", "new_temp_file", "publish", "remembered_hash"]
 
 _FIX = "pass cache_dir= a writable directory, or set RRF_RETRIEVER_CACHE_DIR to one"
 
@@ -76,3 +79,37 @@ def publish(tmp: Path, target: Path) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def remembered_hash(source: Path, cache_dir: Path, compute: Callable[[Path], str]) -> str:
+    """``compute(source)``, remembered in ``cache_dir`` against the file's identity (device, inode, size, and
+    modification and change times in nanoseconds): a process that opens an index does not read the 87 MB of weights
+    again to find its cached graph. Any change to the file (rewritten, replaced, touched) computes it again; a
+    memo that cannot be read or written is ignored (the value is computed; an unusable ``cache_dir`` is reported
+    by the build, not here).
+    """
+    try:
+        st = source.stat()
+    except OSError:
+        return compute(source)
+    stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    memo = cache_dir / f"hash-{hashlib.sha256(os.fsencode(source.resolve())).hexdigest()[:16]}.json"
+    try:
+        kept = json.loads(memo.read_text(encoding="utf-8"))
+        if isinstance(kept, dict) and kept.get("stamp") == stamp and isinstance(kept.get("hash"), str):
+            return str(kept["hash"])
+    except (OSError, ValueError):
+        pass
+    value = compute(source)
+    if cache_dir.is_dir():
+        try:
+            fd, name = tempfile.mkstemp(prefix=memo.name, suffix=".tmp", dir=cache_dir)
+        except OSError:
+            return value
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"source": str(source), "stamp": stamp, "hash": value}, fh)
+            os.replace(name, memo)
+        except OSError:
+            Path(name).unlink(missing_ok=True)
+    return value

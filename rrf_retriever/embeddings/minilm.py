@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, check_texts
+from rrf_retriever.embeddings.session_load import BackgroundLoad
 from rrf_retriever.embeddings.windows import DEFAULT_MAX_WINDOWS, DEFAULT_OVERLAP, check_window_settings, window_spans
 from rrf_retriever.errors import (
     DimensionMismatchError,
@@ -70,6 +71,26 @@ def _minilm_missing(package: str) -> RRFRetrieverError:
     return err
 
 
+def _load_session(ort: Any, options: Any, path: Path, rebuild: Callable[[], Path]) -> Any:
+    """An onnxruntime session over the graph at ``path``; a cached file no session loads is rebuilt once.
+
+    Raises:
+        EmbeddingError: onnxruntime cannot load the graph even rebuilt.
+    """
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as first:  # onnxruntime's own classes (InvalidProtobuf, Fail, ...): a corrupt cached file
+        # a cut copy or a full disk left a file no session loads: rebuild it once (atomically), then give up
+        path.unlink(missing_ok=True)
+        path = rebuild()
+        try:
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            msg = (f"MiniLMEmbedding: onnxruntime cannot load {path}, even rebuilt ({exc}; first: {first}); "
+                   "delete it or pass another cache_dir=")
+            raise EmbeddingError(msg) from exc
+
+
 class MiniLMEmbedding(BaseEmbeddingAdapter):
     """all-MiniLM-L6-v2 (384 dimensions, unit vectors), offline, without torch.
 
@@ -77,6 +98,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
     under ``cache_dir`` (default: :func:`default_cache_dir`); its path is :attr:`onnx_path`. Texts are truncated
     to :attr:`max_length` tokens (256, as sentence-transformers) and batched by token count to cut padding.
     In fp32, results equal sentence-transformers' to ~1e-7. Thread-safe (one onnxruntime session).
+    The session is created on a background thread started by the constructor (the graph is found or built before
+    it returns); the first call that runs the model waits for it, and concurrent first calls wait for the same one.
 
     By default (:data:`DEFAULT_PRECISION`) it runs an int8 quantisation of the weights (built from them on first use
     and cached beside the fp32 graph; no download): 2-2.5x less CPU per passage than the exact fp32 model, vectors
@@ -99,9 +122,10 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             closely equal to fp32 as larger batches and no slower.
         max_length: Token limit per text.
         cache_dir: Where the built graph is kept. A cached graph onnxruntime cannot load (a copy cut short, a
-            full disk) is rebuilt once; a ``cache_dir`` that is a file, lies under a file or cannot be written is
-            an :class:`~rrf_retriever.errors.EmbeddingError` naming it (no silent in-memory fallback: the build
-            would be paid again by every process). Running as root, permission bits do not stop the write.
+            full disk) is rebuilt once, at the first call into the model; a ``cache_dir`` that is a file, lies
+            under a file or cannot be written is an :class:`~rrf_retriever.errors.EmbeddingError` naming it, at
+            construction (no silent in-memory fallback: the build would be paid again by every process). Running
+            as root, permission bits do not stop the write.
         threads: onnxruntime intra-op threads (default: onnxruntime's choice, the physical cores; 1 when
             ``workers`` > 1).
         workers: Batches :meth:`embed_array` runs at once, each on its own thread of the one session (default 1:
@@ -115,7 +139,8 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             (extra ``local``).
         InvalidArgumentError: a bad ``max_length``, ``batch_size`` or ``precision``, or an incomplete
             ``model_dir``.
-        EmbeddingError: an unusable ``cache_dir``, or a graph onnxruntime cannot load even rebuilt.
+        EmbeddingError: an unusable ``cache_dir``. A graph onnxruntime cannot load even rebuilt is an
+            ``EmbeddingError`` too, raised by every call into the model (the session loads in the background).
 
     Example:
         >>> emb = MiniLMEmbedding()  # doctest: +SKIP
@@ -204,19 +229,11 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         # No busy-waiting between ops: on a shared or busy machine spinning threads steal the CPU the
         # other thread needs (measured: faster under load, equal when idle).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
-        except Exception as first:  # onnxruntime's own classes (InvalidProtobuf, Fail, ...): a corrupt cached file
-            # a cut copy or a full disk left a file no session loads: rebuild it once (atomically), then give up
-            self.onnx_path.unlink(missing_ok=True)
-            self.onnx_path = build(self.model_dir, cache)
-            try:
-                self._session = ort.InferenceSession(str(self.onnx_path), options,
-                                                     providers=["CPUExecutionProvider"])
-            except Exception as exc:
-                msg = (f"MiniLMEmbedding: onnxruntime cannot load {self.onnx_path}, even rebuilt ({exc}; first: "
-                       f"{first}); delete it or pass another cache_dir=")
-                raise EmbeddingError(msg) from exc
+        # The session is created on a thread while the caller goes on (opening an index's stores: onnxruntime
+        # releases the GIL for part of the load); the first call into the model waits for it.
+        graph, weights = self.onnx_path, self.model_dir
+        self._session: BackgroundLoad[ort.InferenceSession] = BackgroundLoad(
+            lambda: _load_session(ort, options, graph, lambda: build(weights, cache)), name="minilm-session")
         self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256
         # and pads per batch.
@@ -332,7 +349,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
             n = len(enc.ids)
             ids[row, :n] = enc.ids
             mask[row, :n] = 1
-        return self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+        return self._session.get().run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
 
     def _run_job(self, encodings: list[Any]) -> np.ndarray:
         return self._call_model(self._run, encodings)

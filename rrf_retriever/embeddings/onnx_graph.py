@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish
+from rrf_retriever.embeddings.graph_cache import cache_error, new_temp_file, publish, remembered_hash
 
 __all__ = ["GRAPH_VERSION", "build_graph", "build_or_load", "weights_hash"]
 
@@ -241,7 +241,7 @@ def build_or_load(model_dir: Path, cache_dir: Path) -> Path:
     Raises:
         EmbeddingError: ``cache_dir`` is a file, lies under one, or cannot be written.
     """
-    key = weights_hash(model_dir / "model.safetensors")
+    key = remembered_hash(model_dir / "model.safetensors", cache_dir, weights_hash)
     target = cache_dir / f"all-minilm-l6-v2-{key}-g{GRAPH_VERSION}.onnx"
     if target.is_file():
         return target

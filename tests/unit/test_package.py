@@ -38,6 +38,13 @@ def test_the_engine_imports_without_frameworks() -> None:
     assert _heavy(_modules_after("import rrf_retriever.engine")) == []
 
 
+def test_the_cli_starts_without_the_tuner() -> None:
+    """``rrf-retriever search`` pays for no command it does not run: the tuner loads with ``tune``."""
+    modules = _modules_after("import rrf_retriever.apps.cli")
+    assert [m for m in modules if m.startswith("rrf_retriever.tuning")] == []
+    assert "rrf_retriever.apps.tune_command" in modules  # the command is registered, its imports wait for it
+
+
 def test_fusion_and_text_stay_light() -> None:
     code = "from rrf_retriever import weighted_rrf, Analyzer, build_match_query, Hit"
     assert _heavy(_modules_after(code)) == []

