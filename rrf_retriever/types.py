@@ -169,7 +169,8 @@ class SearchResult:
         return [h.id for h in self.hits]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able view: hits (id, text, metadata, score, normalized_score, ranks, scores) and the trace.
+        """A JSON-able view: hits (id, text, metadata, score, normalized_score, relevance, ranks, scores) and the
+        trace.
 
         Example:
             >>> SearchResult([], Trace((), {}, 60.0, 10, 20)).to_dict()["trace"]["rrf_k"]
@@ -177,7 +178,8 @@ class SearchResult:
         """
         hits = [
             {"id": h.id, "text": h.text, "metadata": dict(h.metadata), "score": h.score,
-             "normalized_score": h.normalized_score, "ranks": dict(h.ranks), "scores": dict(h.scores)}
+             "normalized_score": h.normalized_score, "relevance": h.relevance, "ranks": dict(h.ranks),
+             "scores": dict(h.scores)}
             for h in self.hits
         ]
         return {"hits": hits, "trace": self.trace.to_dict()}

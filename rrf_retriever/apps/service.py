@@ -15,10 +15,10 @@ CDN assets, served without the key: :mod:`rrf_retriever.apps.service_docs`; no `
   directory's manifest (beside ``tune``'s; ``open_index`` applies them, so a restart keeps them; a failed save
   is a 503 and nothing changes); without it they live in memory only (``"persisted": false``).
 - ``GET /search?q=...&top_k=5&session_ids=1,2,3&exclude_ids=a,b`` -> hits (id, text, metadata, score,
-  normalized_score, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace (per-leg latency,
-  hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``, the seed client's spelling) becomes the
-  filter ``{"session_id": [1, 2, 3]}``, applied inside every store before its top-k; integers are parsed, anything
-  else stays a string. A parameter given twice adds to the list
+  normalized_score, relevance, ranks, scores: the dense legs' raw scores only, see Privacy) and the trace
+  (per-leg latency, hits, errors; the weights used). ``session_ids`` (alias ``sessionIds``, the seed client's
+  spelling) becomes the filter ``{"session_id": [1, 2, 3]}``, applied inside every store before its top-k;
+  integers are parsed, anything else stays a string. A parameter given twice adds to the list
   (``session_ids=1&session_ids=2`` is ``1,2``; the same for ``exclude_ids``). **An empty session list
   (``session_ids=``, ``session_ids=%20``, ``session_ids=,,``) is a 422**, never "every session": nobody sends
   an empty parameter to mean "match nothing", and it must never widen the search; a blank item (``1,,2``,

@@ -93,8 +93,11 @@ def test_search_returns_hits_with_ranks_scores_and_trace(client: httpx.Client) -
     assert data["query"] == "certificate tls pin"
     assert len(data["hits"]) == 4
     for hit in data["hits"]:
-        assert set(hit) == {"id", "text", "metadata", "score", "normalized_score", "ranks", "scores"}
+        assert set(hit) == {"id", "text", "metadata", "score", "normalized_score", "relevance", "ranks", "scores"}
         assert "certificate" in hit["text"]
+        assert 0.0 <= hit["relevance"] <= hit["normalized_score"] <= 1.0  # the level times the fused shape
+    relevance = [hit["relevance"] for hit in data["hits"]]
+    assert relevance == sorted(relevance, reverse=True)  # monotone with the fused order
     legs = {leg["name"]: leg for leg in data["trace"]["legs"]}
     assert legs["keyword"]["called"] and legs["keyword"]["hits"] > 0 and legs["keyword"]["error"] is None
     assert legs["dense"]["called"] and legs["dense"]["hits"] > 0

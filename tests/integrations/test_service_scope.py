@@ -128,7 +128,7 @@ def test_post_search_takes_the_filter_as_json(client: httpx.Client) -> None:
     assert data["query"] == "backup restore" and data["hits"]
     assert _sessions(data["hits"]) <= {2, 4}
     assert {h["metadata"]["lang"] for h in data["hits"]} == {"en"}
-    assert set(data["hits"][0]) >= {"id", "text", "metadata", "score", "normalized_score", "ranks", "scores"}
+    assert set(data["hits"][0]) >= {"id", "text", "metadata", "score", "normalized_score", "relevance", "ranks", "scores"}
 
 
 def test_post_search_empty_any_of_list_matches_nothing(client: httpx.Client) -> None:

@@ -100,7 +100,7 @@ def test_search_json_has_ranks_scores_and_trace(index_dir: Path) -> None:
     assert len(data["hits"]) == 3
     top = data["hits"][0]
     assert top["id"] == "d2"
-    assert set(top) == {"id", "text", "metadata", "score", "normalized_score", "ranks", "scores"}
+    assert set(top) == {"id", "text", "metadata", "score", "normalized_score", "relevance", "ranks", "scores"}
     assert top["ranks"]["keyword"] == 1 and "dense" in top["ranks"]
     legs = {leg["name"]: leg for leg in data["trace"]["legs"]}
     assert legs["dense"]["called"] and legs["keyword"]["called"]
