@@ -6,8 +6,8 @@ joint stores: it builds the filter through three hooks of the backend (:class:`F
 ``Range`` for :class:`Bounds`, ``IsEmpty`` for :data:`IS_EMPTY`), ``filter(must=, should=, must_not=)`` and
 ``boolean(value)``.
 
-What Qdrant does (qdrant-client 1.20 local mode and qdrant-edge 0.9, checked by tests/unit/stores/
-test_qdrant_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.tree.matches`:
+What Qdrant does (qdrant-client 1.20 local mode and qdrant-edge 0.9, checked by
+tests/unit/stores/qdrant/test_filters.py) and how each node stays exactly :func:`rrf_retriever.scope.tree.matches`:
 
 * ``MatchValue`` / ``MatchAny`` are type-strict: ``"42"`` never matches 42, ``True`` never 1, but the integer 2
   never matches the float 2.0 either (unless the field has an *integer* payload index, which holds integral

@@ -1,8 +1,8 @@
 """One contract for every keyword store: FTS5 (memory and file), BM25 with bm25s and with rank_bm25, and BM25 as
 Qdrant sparse vectors on qdrant-client local mode (memory and path) and on qdrant-edge.
 
-Each test runs against each store. Store-specific behaviour lives in test_fts5.py, test_bm25.py and
-test_qdrant_keyword.py.
+Each test runs against each store. Store-specific behaviour lives in tests/unit/stores/fts5/,
+tests/unit/stores/bm25/ and tests/unit/stores/qdrant/test_keyword.py.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def big_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
         store.close()
 
 
-@pytest.mark.slow  # 4 x 150 examples; make test-fast keeps the closed-form 2**53 cases (test_qdrant_filters.py)
+@pytest.mark.slow  # 4 x 150 examples; make test-fast keeps the closed-form 2**53 cases (test_filters.py)
 @pytest.mark.parametrize("kind", ["local", "edge-noindex", "edge-float-index", "edge-integer-index"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_big_cases())
