@@ -60,8 +60,8 @@ class BackgroundCache:
 
     def get(self) -> CosineBackground | None:
         """The background, measured now if it was never measured or the corpus changed enough since."""
-        changes = self._changes()
-        with self._lock:
+        with self._lock:  # the count read under the lock: a query holding an older one cannot write it back
+            changes = self._changes()
             if self._measured is not None:
                 at, corpus, background = self._measured
                 if changes - at <= BACKGROUND_REFRESH * corpus and (changes == at or corpus >= BACKGROUND_SAMPLE):

@@ -4,9 +4,16 @@ enough writes; without one (too few vectors) the relevance is the normalized sco
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 from rrf_retriever import EnsembleRRFRetriever
+from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine.background import BackgroundCache
+from rrf_retriever.engine.legs import as_leg
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 from rrf_retriever.relevance import cosine_background, query_level
 
 #: Twelve documents in 12-D, each on its own axis with a little of the next one: a query on a document's vector has
@@ -63,3 +70,35 @@ def test_keyword_only_with_the_query_vector_reads_the_hits_stored_vectors() -> N
         assert without[0].relevance == without[0].normalized_score == 1.0  # no vector: rank-based
     finally:
         retriever.close()
+
+
+class CountingStore(QdrantEdgeDenseStore):
+    """A real qdrant-edge dense store that counts how often the background lists its ids (one measure each)."""
+
+    listed = 0
+
+    def ids_matching(self, *args: Any, **kwargs: Any) -> list[str]:
+        type(self).listed += 1
+        return super().ids_matching(*args, **kwargs)
+
+
+def test_threads_asking_at_once_measure_once_and_writes_measure_again(tmp_path: Path) -> None:
+    store = CountingStore(HashingEmbedding(16), path=tmp_path / "dense")
+    texts = [f"note {i} about topic {i % 7}" for i in range(300)]  # past BACKGROUND_SAMPLE: a sample, not all
+    store.add([f"d{i}" for i in range(300)], texts, [{} for _ in texts])
+    written = [0]
+    cache = BackgroundCache({"dense": as_leg("dense", store)}, lambda: written[0])
+    start = threading.Barrier(8)
+
+    def ask() -> object:
+        start.wait()
+        return cache.get()
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: ask(), range(8)))
+    assert CountingStore.listed == 1 and got[0] is not None and all(g is got[0] for g in got)
+    written[0] = 30  # 10% of 300: not past the refresh threshold
+    assert cache.get() is got[0] and CountingStore.listed == 1
+    written[0] = 31  # past it: measured again, once
+    assert cache.get() == got[0] and CountingStore.listed == 2
+    store.close()
