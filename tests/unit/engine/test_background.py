@@ -13,8 +13,8 @@ from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.legs import as_leg
-from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 from rrf_retriever.relevance import cosine_background, query_level
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 #: Twelve documents in 12-D, each on its own axis with a little of the next one: a query on a document's vector has
 #: one strong match, its neighbours share a little (cosine 0.28), the others nothing.
