@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,8 @@ from rrf_retriever.errors import EmbeddingError
 
 __all__ = ["cache_error", "new_temp_file", "publish", "remembered_hash"]
 
+#: What a remembered hash may be (lowercase hex, as the weights' hash is written): anything else is computed again.
+_HASH = re.compile(r"[0-9a-f]{8,64}")
 _FIX = "pass cache_dir= a writable directory, or set RRF_RETRIEVER_CACHE_DIR to one"
 
 
@@ -96,20 +99,21 @@ def remembered_hash(source: Path, cache_dir: Path, compute: Callable[[Path], str
     memo = cache_dir / f"hash-{hashlib.sha256(os.fsencode(source.resolve())).hexdigest()[:16]}.json"
     try:
         kept = json.loads(memo.read_text(encoding="utf-8"))
-        if isinstance(kept, dict) and kept.get("stamp") == stamp and isinstance(kept.get("hash"), str):
+        # only what compute() writes is taken back: the value names the graph file, so "../x" must never pass
+        if isinstance(kept, dict) and kept.get("stamp") == stamp and isinstance(kept.get("hash"), str) \
+                and _HASH.fullmatch(kept["hash"]):
             return str(kept["hash"])
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: a memo nested too deep for the parser
         pass
     value = compute(source)
     if cache_dir.is_dir():
         try:
-            fd, name = tempfile.mkstemp(prefix=memo.name, suffix=".tmp", dir=cache_dir)
-        except OSError:
+            tmp = new_temp_file(memo)
+        except EmbeddingError:
             return value
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"source": str(source), "stamp": stamp, "hash": value}, fh)
-            os.replace(name, memo)
+            tmp.write_text(json.dumps({"source": str(source), "stamp": stamp, "hash": value}), encoding="utf-8")
+            publish(tmp, memo)  # durable and atomic, as the graphs: a crash leaves the old memo or the new one
         except OSError:
-            Path(name).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
     return value

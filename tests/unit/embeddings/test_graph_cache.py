@@ -5,6 +5,7 @@ costs the computation."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -68,3 +69,22 @@ def test_a_garbled_memo_or_an_unusable_cache_only_costs_the_computation(tmp_path
     for unusable in (tmp_path / "missing", tmp_path / "file", tmp_path / "file" / "under"):
         assert remembered_hash(weights, unusable, _counting([])) == expected
     assert (tmp_path / "file").read_text() == "x"
+
+
+def test_a_hostile_memo_is_never_taken_back(tmp_path: Path) -> None:
+    """The remembered value names the graph file: a memo written by someone else (a path, a deep nest, the right
+    stamp with a wrong kind of value) is computed again, never followed, never a crash."""
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights")
+    expected = hashlib.sha256(b"weights").hexdigest()[:16]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    remembered_hash(weights, cache, _counting([]))
+    (memo,) = [m for m in cache.iterdir() if m.suffix == ".json"]
+    stamp = json.loads(memo.read_text(encoding="utf-8"))["stamp"]
+    for hostile in (json.dumps({"stamp": stamp, "hash": "../../evil"}), json.dumps({"stamp": stamp, "hash": "AB"}),
+                    "[" * 100_000, json.dumps({"stamp": stamp, "hash": ["0" * 16]})):
+        memo.write_text(hostile, encoding="utf-8")
+        calls: list[Path] = []
+        assert remembered_hash(weights, cache, _counting(calls)) == expected and len(calls) == 1
+    assert not [m for m in cache.iterdir() if m.suffix == ".tmp"]  # no temporary file left behind
