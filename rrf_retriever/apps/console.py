@@ -196,7 +196,7 @@ def read_documents(path: Path) -> Documents:
     # read once up front to skip the empty ones (the count is the progress bar's total and the sync's list)
     files = [f for f in sorted(reads) if _read_text(reads[f]).strip()]
     if not files:
-        msg = f"{path}: its {len(candidates)} {'/'.join(TEXT_SUFFIXES)} file(s) are all empty: nothing to index"
+        msg = f"{path}: its {len(reads)} {'/'.join(TEXT_SUFFIXES)} file(s) are all empty: nothing to index"
         raise UsageError(msg)
 
     def read() -> Iterator[tuple[str, str, dict[str, Any]]]:

@@ -38,6 +38,8 @@ DATE_FORMS = re.compile(
     re.ASCII,
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The longest string DATE_FORMS matches: 2024-01-01T00:00:00.123456+05:30:00.123456.
+_LONGEST_FORM = 42
 _MICRO = timedelta(microseconds=1)
 
 
@@ -97,7 +99,9 @@ def date_micros(value: object) -> int | None:
     elif isinstance(value, date):
         moment = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
     elif isinstance(value, str):
-        return _string_micros(value)
+        # only what can be a date reaches the cache: every stored string is asked, and a cache of megabyte
+        # strings that are not dates would hold them all (the longest form is 42 characters)
+        return _string_micros(value) if len(value) <= _LONGEST_FORM else None
     else:
         return None
     return (moment - _EPOCH) // _MICRO

@@ -107,3 +107,23 @@ def test_contains_is_pythons_substring_test(value: str, needle: str) -> None:
     assert matches({"s": value}, Contains("s", needle)) == (needle in value)
     assert matches({"s": [1, value]}, Contains("s", needle, ignore_case=True)) == (needle.lower() in value.lower())
     assert not matches({"s": 12}, Contains("s", "")) and not matches({}, Contains("s", ""))
+
+
+def test_long_strings_that_cannot_be_dates_are_not_kept() -> None:
+    """Every stored string is asked whether it is a date (FTS5 at write, Qdrant per query): 300 distinct 100 KB
+    strings must not stay in memory after the question (a cache of them held 30 MB)."""
+    import gc
+    import tracemalloc
+
+    longest = "2024-01-01T00:00:00.123456+05:30:00.123456"
+    assert date_micros(longest) is not None and date_micros(longest + "0") is None
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(300):
+            assert date_micros(f"{i:04d}" + "x" * 100_000) is None
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 2_000_000, kept
