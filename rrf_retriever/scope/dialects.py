@@ -47,49 +47,9 @@ def _refuse(dialect: str, hint: str = "") -> InvalidFilterError:
     return InvalidFilterError(f"this looks like {dialect}; {hint or _OURS}")
 
 
-def _is_weaviate(spec: Mapping[Any, Any]) -> bool:
-    """Weaviate's operator name (``Equal``, ``And``, ...) with a path list, operands or a typed ``value*`` key."""
-    operator = spec.get("operator")  # a field named operator may hold a list: not hashable
-    if not isinstance(operator, str) or operator not in _WEAVIATE_OPERATORS:
-        return False
-    keys = {k for k in spec if isinstance(k, str)}
-    typed = any(k.startswith("value") and k[5:6].isupper() for k in keys)  # valueText, valueInt, ...
-    return isinstance(spec.get("path"), list) or isinstance(spec.get("operands"), list) or typed
-
-
-def _is_elastic(spec: Mapping[Any, Any]) -> bool:
-    """``{"bool": {"must": [...]}}``, ``{"term": {"metadata.x": 1}}``: a query clause over non-operator keys."""
-    if len(spec) != 1:
-        return False
-    key, value = next(iter(spec.items()))
-    if key not in _ELASTIC_KEYS or not isinstance(value, Mapping) or not value:
-        return False
-    ops = set(PGVECTOR_OPERATORS) | set(_PGVECTOR_REFUSED)
-    return not all(isinstance(k, str) and (k.startswith("$") or k in ops) for k in value)
-
-
-def _foreign_object(spec: object) -> InvalidFilterError | None:
-    module = type(spec).__module__
-    if module.startswith("qdrant_client"):
-        return _refuse("a Qdrant filter model (qdrant_client.models)",
-                       "Qdrant models are compiled by our stores from our language: " + _OURS)
-    if isinstance(spec, (list, tuple)) and spec and all(isinstance(c, Mapping) and _is_elastic(c) for c in spec):
-        return _refuse("an Elasticsearch filter (a list of bool / term / range clauses)")
-    if isinstance(spec, str):
-        return _refuse("a Milvus (or other) boolean expression string",
-                       "expression strings are not parsed: " + _OURS)
-    return None
-
-
 def _translate(spec: object, depth: int) -> object:
     if not isinstance(spec, Mapping) or depth > 64:  # too deep or not a mapping: the parser says what is wrong
         return spec
-    if _is_weaviate(spec):
-        msg = ("this looks like a Weaviate where filter ({'path': [...], 'operator': 'Equal', 'valueText': ...}); "
-               + _OURS)
-        raise InvalidFilterError(msg)
-    if _is_elastic(spec):
-        raise _refuse("an Elasticsearch query (bool / term / range clauses)")
     out: dict[Any, Any] = {}
     for key, value in spec.items():
         if key in _PGVECTOR_LOGIC and isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
@@ -140,9 +100,7 @@ def from_dialect(spec: object) -> object:
         ...
         rrf_retriever.errors.InvalidFilterError: this looks like a Weaviate where filter ...
     """
-    refused = _foreign_object(spec)
-    if refused is not None:
-        raise refused
+    refuse_foreign(spec)  # the parser's own test: a filter means one thing whichever door it comes through
     return _translate(spec, 0)
 
 

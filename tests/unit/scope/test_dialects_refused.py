@@ -80,6 +80,21 @@ def test_a_field_named_like_a_dialect_word_stays_a_field(spec: dict[str, Any], n
     assert normalize_filter(spec) == node
 
 
+@pytest.mark.parametrize(("spec", "node"), [*OURS, ({"path": ["genre"], "operator": "Equal"},
+                                                     AllOf((Match("operator", ("Equal",)), Match("path", ("genre",)))))])
+def test_the_framework_door_reads_a_filter_as_the_parser_does(spec: dict[str, Any], node: FilterNode) -> None:
+    """from_dialect (LangChain's door) and the parser (the engine's, the stores', the service's) agree: a field
+    named like a dialect's word is a field at both (Weaviate's path + operator without a typed value was refused
+    by one and read as two fields by the other)."""
+    assert normalize_filter(from_dialect(spec)) == node
+
+
+@pytest.mark.parametrize(("spec", "dialect"), FOREIGN)
+def test_the_framework_door_refuses_what_the_parser_refuses(spec: Any, dialect: str) -> None:
+    with pytest.raises(InvalidFilterError, match=dialect):
+        from_dialect(spec)
+
+
 def test_a_field_named_operator_holding_a_list_is_a_field_at_both_doors() -> None:
     spec = {"operator": ["Equal", "And"], "path": ["a"]}  # was a raw TypeError (a list is not hashable)
     assert from_dialect(spec) == spec
