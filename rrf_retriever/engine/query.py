@@ -20,12 +20,12 @@ Example:
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from rrf_retriever.diversity import cosine
 from rrf_retriever.engine import stages
 from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.legs import Leg, NotedHits
@@ -290,16 +290,9 @@ def _level(q: Query, ranked: Mapping[str, list[Hit]], background: BackgroundCach
             floor = min(float(h.score) for h in dense)
             return [query_level(h.scores.get(name, floor), scale) for h in hits]
         stored = vectors([h.id for h in hits]) if vectors is not None else {}
-        return [query_level(_cosine(query_vector, stored[h.id]) if h.id in stored else None, scale) for h in hits]
+        return [query_level(cosine(query_vector, stored[h.id]) if h.id in stored else None, scale) for h in hits]
 
     return levels
-
-
-def _cosine(a: Sequence[float] | None, b: Sequence[float]) -> float | None:
-    if a is None:
-        return None
-    norm = math.sqrt(math.fsum(x * x for x in a) * math.fsum(y * y for y in b))
-    return math.fsum(x * y for x, y in zip(a, b)) / norm if norm > 0 else None
 
 
 def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],
