@@ -231,14 +231,15 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # The session is created on a thread while the caller goes on (opening an index's stores: onnxruntime
         # releases the GIL for part of the load); the first call into the model waits for it.
-        graph, weights = self.onnx_path, self.model_dir
-        self._session: BackgroundLoad[ort.InferenceSession] = BackgroundLoad(
-            lambda: _load_session(ort, options, graph, lambda: build(weights, cache)), name="minilm-session")
+        # The tokenizer first: a constructor that fails after the thread started would leave the load running.
         self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         # The shipped tokenizer.json pads and truncates to 128; sentence-transformers truncates at 256
         # and pads per batch.
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.no_padding()
+        graph, weights = self.onnx_path, self.model_dir
+        self._session: BackgroundLoad[ort.InferenceSession] = BackgroundLoad(
+            lambda: _load_session(ort, options, graph, lambda: build(weights, cache)), name="minilm-session")
         self._full_tokenizer: Tokenizer | None = None
 
     @property

@@ -59,5 +59,6 @@ class BackgroundLoad(Generic[T]):
                 if not self._done.is_set():  # a forked child: the loading thread was not copied, load here
                     self._run()
         if self._error is not None:
-            raise self._error
+            # its traceback reset each time: raising the one kept object again grew it at every call
+            raise self._error.with_traceback(None)
         return self._value  # type: ignore[return-value]  # set when the load returned

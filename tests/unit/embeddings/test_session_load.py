@@ -4,6 +4,7 @@ the same load, and a failed load raises its error at every use (never at constru
 from __future__ import annotations
 
 import threading
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -83,3 +84,17 @@ def test_a_child_forked_while_the_load_runs_loads_for_itself() -> None:
     release.set()
     assert child_value[0] == child_value[1] == process.pid != os.getpid()
     assert loader.get() == os.getpid()
+
+
+def test_a_failed_load_raises_the_same_error_without_growing_its_traceback() -> None:
+    def fail() -> int:
+        msg = "cannot load"
+        raise ValueError(msg)
+
+    load = BackgroundLoad(fail, name="failing")
+    depths = []
+    for _ in range(30):
+        with pytest.raises(ValueError, match="cannot load") as err:
+            load.get()
+        depths.append(len(traceback.extract_tb(err.value.__traceback__)))
+    assert depths[-1] == depths[0]  # raised again 30 times, the traceback is one raise long each time
