@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,9 @@ def test_relevance_keeps_the_order_and_stays_in_0_1(pairs: list[tuple[float, flo
     assert all(0.0 <= r <= 1.0 for r in out)
     assert all(a >= b for a, b in zip(out, out[1:]))
     assert all(r <= n * max(0.0, min(1.0, level)) for r, n, level in zip(out, ordered, levels))
+    # the formula by hand: each clipped product, capped by the running minimum of those before it
+    by_hand = list(accumulate((max(0.0, min(1.0, n * max(0.0, min(1.0, lv)))) for n, lv in zip(ordered, levels)), min))
+    assert out == by_hand
     assert relevance_scores(ordered, [1.0] * len(ordered)) == ordered  # no level evidence: the normalized score
 
 
