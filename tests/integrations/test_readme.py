@@ -71,3 +71,22 @@ def test_the_result_identity_example_runs_as_written() -> None:
     first, second = namespace["scorings"]
     assert first != second  # the per-query scoring is there, and differs
     namespace["retriever"].close()
+
+
+def test_the_limits_the_readme_states_are_the_code_s() -> None:
+    """Each bound the README names is stated with its number just before the name: that number is the constant's
+    (a bound changed in the code and not in the README, or the other way round, fails here)."""
+    from rrf_retriever.engine.settings import MAX_DENSE_PATHS
+    from rrf_retriever.frameworks.listing import LIST_MAX
+    from rrf_retriever.llama_index.vector_store import NODE_IDS_MAX_OTHERS
+    from rrf_retriever.scope.parse import MAX_FILTER_VALUES_TOTAL
+    from rrf_retriever.validate import MAX_LINKS, MAX_QUERY_LENGTH
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    bounds = {"NODE_IDS_MAX_OTHERS": NODE_IDS_MAX_OTHERS, "LIST_MAX": LIST_MAX, "MAX_QUERY_LENGTH": MAX_QUERY_LENGTH,
+              "MAX_DENSE_PATHS": MAX_DENSE_PATHS, "MAX_FILTER_VALUES_TOTAL": MAX_FILTER_VALUES_TOTAL,
+              "MAX_LINKS": MAX_LINKS}
+    for name, value in bounds.items():
+        at = text.index(name)
+        stated = re.findall(r"\d[\d,]*", text[max(0, at - 120):at])
+        assert stated and int(stated[-1].replace(",", "")) == value, (name, text[max(0, at - 120):at])
