@@ -205,9 +205,14 @@ def date_bounds(node: DateRange) -> dict[str, int]:
     """
     out: dict[str, int] = {}
     for op in ("gt", "gte", "lt", "lte"):
-        micros = date_micros(getattr(node, op))
-        if micros is not None:
-            out[op] = micros
+        bound = getattr(node, op)
+        if bound is None:
+            continue
+        micros = date_micros(bound)
+        if micros is None:  # the parser lets only dates through: a node built otherwise fails, never widens
+            msg = f"the {op} bound of a date range on {node.key!r} is not a date: {bound!r}"
+            raise InvalidTypeError(msg)
+        out[op] = micros
     return out
 
 

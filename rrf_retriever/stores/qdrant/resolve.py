@@ -3,11 +3,10 @@
 
 Qdrant's ``DatetimeRange`` reads its own set of date strings (and qdrant-client's local mode another, through
 ``strptime``); ``MatchText`` matches tokens, not substrings. So the points holding the key are scrolled (only that
-payload path, :data:`RESOLVE_PAGE` points per request), the reference
-test (:func:`rrf_retriever.scope.tree.text_test`, what :func:`~rrf_retriever.scope.tree.matches` runs on each
-element) runs on each point's value, and the leaf becomes ``HasId`` of the
-points it accepts: exact on every engine, and applied inside the engine's search, before its top-k, like any other
-condition. The cost is one scroll over the points holding the key per such key and query (the whole collection
+payload path, :data:`RESOLVE_PAGE` points per request), the reference semantics
+(:func:`rrf_retriever.scope.tree.matches` of the leaf) runs on each point's metadata, and the leaf becomes ``HasId``
+of the points it accepts: exact on every engine, and applied inside the engine's search, before its top-k, like any
+other condition. The cost is one scroll over the points holding the key per such key and query (the whole collection
 when every point holds it), and a ``HasId`` as long as the matching points; leaves on one key share the scroll.
 
 Example:
@@ -21,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rrf_retriever.scope.tree import Contains, DateRange, FilterNode, text_test
+from rrf_retriever.scope.tree import Contains, DateRange, FilterNode, matches
 from rrf_retriever.stores.qdrant.backend import Backend
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, field_key, resolved_leaves
 from rrf_retriever.stores.qdrant.ops import Op, Steps
@@ -49,7 +48,7 @@ def resolve_steps(backend: Backend, flt: FilterNode) -> Steps[dict[FilterNode, f
     for key, leaves in sorted(by_key(resolved_leaves(flt)).items()):
         path = field_key(key)
         held = backend.filter(must_not=[backend.condition(path, IS_EMPTY)])
-        tests = [(text_test(leaf), set[str]()) for leaf in leaves]  # matches() per element, built once
+        tests = [(leaf, set[str]()) for leaf in leaves]
         offset = None
         while True:
             points, offset = yield Op(backend.scroll, (offset, RESOLVE_PAGE, held, False, [path]),
@@ -58,10 +57,8 @@ def resolve_steps(backend: Backend, flt: FilterNode) -> Steps[dict[FilterNode, f
                 meta = point.payload.get("metadata") if isinstance(point.payload, Mapping) else None
                 if not isinstance(meta, Mapping) or key not in meta:
                     continue
-                value = meta[key]
-                elements = value if isinstance(value, (list, tuple)) else (value,)
-                for test, pids in tests:
-                    if any(map(test, elements)):
+                for leaf, pids in tests:
+                    if matches(meta, leaf):  # the reference semantics itself, not a copy of its leaf test
                         pids.add(str(point.id))
             if offset is None:
                 break

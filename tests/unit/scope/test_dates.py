@@ -127,3 +127,12 @@ def test_long_strings_that_cannot_be_dates_are_not_kept() -> None:
     finally:
         tracemalloc.stop()
     assert kept < 2_000_000, kept
+
+
+def test_a_date_range_built_past_the_parser_with_a_non_date_bound_fails_not_widens() -> None:
+    from rrf_retriever.errors import InvalidTypeError
+    from rrf_retriever.scope.tree import date_bounds
+
+    assert date_bounds(DateRange("d", gte="2024-01-01", lt=None)) == {"gte": date_micros("2024-01-01")}
+    with pytest.raises(InvalidTypeError, match="not a date"):
+        date_bounds(DateRange("d", gte="2024-01-01", lt="soon"))  # before: the bound dropped, a wider range
