@@ -166,3 +166,16 @@ def test_any_filter_of_ours_parses_unchanged_with_dialect_words_as_field_names(
         spec: dict[str, Any], names: dict[str, str]) -> None:
     renamed = _rename_spec(spec, names)
     assert normalize_filter(renamed) == _rename_node(normalize_filter(spec), names)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("spec", "dialect"), FOREIGN)
+def test_a_store_called_directly_refuses_them_by_name(spec: Any, dialect: str) -> None:
+    """The README's "at every door": the stores' own search, without the engine in front."""
+    keyword, dense = FTS5KeywordStore(), QdrantDenseStore(HashingEmbedding(16))
+    keyword.add(["a"], ["hybrid search"], [{"lang": "en"}])
+    dense.add(["a"], ["hybrid search"], [{"lang": "en"}])
+    with pytest.raises(InvalidFilterError, match=dialect):
+        keyword.search("hybrid", 5, filter=spec)
+    with pytest.raises(InvalidFilterError, match=dialect):
+        dense.search(HashingEmbedding(16).embed_query("hybrid"), 5, filter=spec)
+    assert keyword.count() == dense.count() == 1
