@@ -1,54 +1,79 @@
-"""The five shared collections (scifact, arguana, med, cacm, npl) with cached MiniLM vectors, public names only.
+"""The one loader of the BEIR collections (scifact, arguana, med, cacm, npl) and of their cached MiniLM vectors.
 
-Self-contained on purpose: it imports only top-level ``rrf_retriever`` names and ``rrf_retriever.evaluation``, so
-a move of the package's internal modules does not break it. Vectors are computed once by ``MiniLMEmbedding`` and
-kept under ``benchmarks/.cache/`` as ``coll-all-MiniLM-L6-v2-<n>-<sha256 of the texts>.npy``; every system of a
-comparison reads the same vectors.
+Every benchmark reads the collections through :func:`read_beir` (the folders under
+:data:`~benchmarks.common.paths.DATA`, or a path such as ``benchmarks/data/multilingual``) and takes its vectors
+from one of three caches under ``benchmarks/.cache/``, all keyed by a SHA-256 of the texts so a changed corpus never
+reuses stale vectors, and all read by every system of a comparison, so each sees the same vectors:
+
+* :func:`load_collection` / :func:`cached_vectors`: the five collections, judged test queries, fp32 MiniLM
+  (``coll-all-MiniLM-L6-v2-<n>-<sha256>.npy``); the quality and weak-leg benchmarks;
+* :func:`load_bundle`: one collection and split, every query of it, fp32 MiniLM through
+  :func:`rrf_retriever.embeddings.cached_embed_documents`; the hybrid quality, sweep and speed benchmarks;
+* :func:`load_int8_sample`: the five with int8 MiniLM (the library's default model), at most
+  :data:`QUERIES_PER_COLLECTION` judged queries each; the relevance-cutoff benchmark.
 
 Texts: ``doc_text`` (title + "\\n" + text; just the text when there is no title). MED and NPL have no titles;
 CACM has titles and ~half its documents are title-only; ArguAna's "titles" are debate topic words.
 
-Warm the cache (one process; NPL's 11k + ArguAna's 8.7k documents take a while on 2 cores):
-    .venv/bin/python benchmarks/_colldata.py
+It imports only top-level ``rrf_retriever`` names and ``rrf_retriever.evaluation`` / ``.embeddings``, so a move of
+the package's internal modules does not break it. ``RRF_SRC=<dir holding rrf_retriever/>`` runs against that copy
+of the package (e.g. a ``git archive HEAD`` snapshot while the working tree is being restructured).
+
+Warm the caches: ``.venv/bin/python benchmarks/quality/warm_vectors.py`` (see its ``--help``).
+
+Example:
+    >>> c = load_collection("scifact")  # doctest: +SKIP
+    >>> c.doc_vectors.shape  # doctest: +SKIP
+    (5183, 384)
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-# RRF_SRC=<dir holding rrf_retriever/>: run against that copy of the package (e.g. a `git archive HEAD` snapshot
-# while the working tree is being restructured); default: the working tree.
-_SRC = os.environ.get("RRF_SRC") or str(ROOT)
-if _SRC not in sys.path:
+_SRC = os.environ.get("RRF_SRC")
+if _SRC and _SRC not in sys.path:
     sys.path.insert(0, _SRC)
 
 import numpy as np
 
-from rrf_retriever.evaluation import doc_text, load_beir
+from benchmarks.common.paths import CACHE, DATA
+from rrf_retriever.embeddings import cached_embed_documents
+from rrf_retriever.evaluation import BeirDataset, doc_text, load_beir
 
-DATA = ROOT.parent / "shared" / "data"
-CACHE = ROOT / "benchmarks" / ".cache"
-RESULTS = ROOT / "benchmarks" / "results"
 COLLECTIONS = ("scifact", "arguana", "med", "cacm", "npl")
 MODEL_ID = "all-MiniLM-L6-v2"
+#: ArguAna's fixed query subset (``random.Random(0)``): LangChain's rank_bm25 takes ~1 s per long ArguAna query.
+ARGUANA_SUBSET = 300
+#: The relevance benchmark's order of the five, and its queries per collection (a fixed sample, seed 0).
+INT8_COLLECTIONS = ("med", "cacm", "scifact", "arguana", "npl")
+QUERIES_PER_COLLECTION = 200
 
-_MODEL: Any = None
+_MODELS: dict[str, Any] = {}
 
 
-def minilm() -> Any:
-    global _MODEL
-    if _MODEL is None:
+def read_beir(name: str | Path, split: str = "test") -> BeirDataset:
+    """One BEIR folder: a collection's name under :data:`DATA`, or a path to any BEIR folder."""
+    return load_beir(name if isinstance(name, Path) else DATA / name, split=split)
+
+
+def minilm(precision: str = "fp32") -> Any:
+    """One MiniLM per process and precision (``"fp32"``: the exact model; ``"int8"``: the library's default)."""
+    if precision not in _MODELS:
         from rrf_retriever import MiniLMEmbedding
 
-        _MODEL = MiniLMEmbedding(show_progress=True, precision="fp32")
-    return _MODEL
+        if precision == "int8":
+            _MODELS[precision] = MiniLMEmbedding(show_progress=False)
+        else:
+            _MODELS[precision] = MiniLMEmbedding(show_progress=True, precision=precision)
+    return _MODELS[precision]
 
 
 def _key(texts: Sequence[str]) -> str:
@@ -66,8 +91,7 @@ def cached_vectors(texts: Sequence[str]) -> np.ndarray:
     if target.is_file():
         return np.load(target)
     CACHE.mkdir(parents=True, exist_ok=True)
-    model = minilm()
-    vectors = np.asarray(model.embed_documents(list(texts)), dtype=np.float32)
+    vectors = np.asarray(minilm().embed_documents(list(texts)), dtype=np.float32)
     tmp = target.with_suffix(".tmp.npy")
     np.save(tmp, vectors)
     tmp.replace(target)
@@ -76,6 +100,8 @@ def cached_vectors(texts: Sequence[str]) -> np.ndarray:
 
 @dataclass
 class Collection:
+    """One collection as the legs see it: texts, cached vectors, judged queries and their qrels."""
+
     name: str
     doc_ids: list[str]
     doc_texts: list[str]  # title + text as one string
@@ -100,21 +126,20 @@ class Collection:
         return [qid] if self.exclude_self else None
 
 
-ARGUANA_SUBSET = 300
+def _texts(ds: BeirDataset) -> tuple[list[str], list[str], list[str]]:
+    doc_ids = list(ds.corpus)
+    return doc_ids, [doc_text(ds.corpus[i]) for i in doc_ids], [str(ds.corpus[i].get("title") or "") for i in doc_ids]
 
 
 def load_collection(name: str, *, vectors: bool = True, arguana_subset: bool = True) -> Collection:
-    ds = load_beir(DATA / name, split="test")
-    doc_ids = list(ds.corpus)
-    doc_texts = [doc_text(ds.corpus[i]) for i in doc_ids]
-    titles = [str(ds.corpus[i].get("title") or "") for i in doc_ids]
+    """A collection's test split with fp32 vectors from :func:`cached_vectors` (``vectors=False``: none)."""
+    ds = read_beir(name)
+    doc_ids, doc_texts, titles = _texts(ds)
     all_qids = list(ds.queries)
     query_ids = all_qids
     if name == "arguana" and arguana_subset:
         # LangChain's rank_bm25 (~1 s per long ArguAna query) and FTS5 over ~100-term OR queries make the full
         # 1,406 slow: every system is scored on the fixed subset bench_hybrid_quality.py uses for its anchors.
-        import random
-
         query_ids = [query_ids[i] for i in sorted(random.Random(0).sample(range(len(query_ids)), ARGUANA_SUBSET))]
     query_texts = [ds.queries[q] for q in query_ids]
     qrels = {q: dict(ds.qrels[q]) for q in query_ids}
@@ -128,48 +153,46 @@ def load_collection(name: str, *, vectors: bool = True, arguana_subset: bool = T
     return Collection(name, doc_ids, doc_texts, titles, dv, query_ids, query_texts, qv, qrels)
 
 
-class TableEmbedding:
-    """An embedder that answers from the cached vectors (LangChain-Embeddings-like: embed_documents /
-    embed_query), so no system re-embeds anything and all see the same vectors. Misses are counted and
-    embedded by the real MiniLM."""
-
-    model_id = MODEL_ID
-    # It stands in for MiniLMEmbedding, so it declares what MiniLM declares (the weak-leg rule reads these).
-    languages = frozenset({"english"})
-    window_tokens = 256
-
-    def __init__(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        self.dimension = int(vectors.shape[1])
-        self.table: dict[str, np.ndarray] = {}
-        self.misses = 0
-        self.add(texts, vectors)
-
-    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        for t, v in zip(texts, vectors):
-            self.table.setdefault(t, v)
-
-    def vector(self, text: str) -> np.ndarray:
-        v = self.table.get(text)
-        if v is None:
-            self.misses += 1
-            v = self.table[text] = np.asarray(minilm().embed_documents([text])[0], dtype=np.float32)
-        return v
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.vector(t).tolist() for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.vector(text).tolist()
-
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return self.embed_query(text)
+def load_int8_sample(name: str) -> Collection:
+    """A collection's judged test queries (at most :data:`QUERIES_PER_COLLECTION`, ``random.Random(0)``) with int8
+    MiniLM vectors from :func:`~rrf_retriever.embeddings.cached_embed_documents`."""
+    ds = read_beir(name)
+    doc_ids, doc_texts, titles = _texts(ds)
+    qids = [q for q in ds.queries if ds.qrels.get(q)]
+    if len(qids) > QUERIES_PER_COLLECTION:
+        qids = [qids[i] for i in sorted(random.Random(0).sample(range(len(qids)), QUERIES_PER_COLLECTION))]
+    query_texts = [ds.queries[q] for q in qids]
+    dv = cached_embed_documents(minilm("int8"), doc_texts, CACHE)
+    qv = cached_embed_documents(minilm("int8"), query_texts, CACHE)
+    return Collection(name, doc_ids, doc_texts, titles, dv, qids, query_texts, qv,
+                      {q: dict(ds.qrels[q]) for q in qids})
 
 
-if __name__ == "__main__":
-    # Smallest first, so partial progress is useful.
-    for coll in ("med", "cacm", "scifact", "npl", "arguana"):
-        c = load_collection(coll)
-        print(coll, c.doc_vectors.shape, c.query_vectors.shape, flush=True)
+@dataclass
+class Bundle:
+    """A data set with its texts and the cached MiniLM vectors of its corpus and queries."""
+
+    name: str
+    ds: BeirDataset
+    doc_ids: list[str]
+    doc_texts: list[str]
+    doc_vectors: np.ndarray
+    query_ids: list[str]
+    query_texts: list[str]
+    query_vectors: np.ndarray
+
+    @property
+    def exclude_self(self) -> bool:
+        """ArguAna: a query's own document is dropped (BEIR ``ignore_identical_ids``)."""
+        return self.name == "arguana"
+
+
+def load_bundle(name: str, split: str = "test") -> Bundle:
+    """A collection's split and its fp32 vectors from ``cached_embed_documents`` (computed on first use)."""
+    ds = read_beir(name, split=split)
+    doc_ids, doc_texts, _titles = _texts(ds)
+    query_ids = list(ds.queries)
+    query_texts = [ds.queries[q] for q in query_ids]
+    doc_vectors = cached_embed_documents(minilm(), doc_texts, CACHE)
+    query_vectors = cached_embed_documents(minilm(), query_texts, CACHE)
+    return Bundle(name, ds, doc_ids, doc_texts, doc_vectors, query_ids, query_texts, query_vectors)

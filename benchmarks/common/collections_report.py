@@ -1,4 +1,4 @@
-"""Phase 2 of ``bench_collections.py``: offline grid, margins over the best anchor, LOCO, bootstrap CIs, tables."""
+"""Phase 2 of ``quality/bench_collections.py``: offline grid, margins over the best anchor, LOCO, bootstrap CIs, tables."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from _colldata import RESULTS, Collection
-from bench_collections import (
+
+from benchmarks.common.beir import Collection
+from benchmarks.common.collection_fusion import (
+    ANALYZER,
     ANCHOR_HYBRIDS,
     CONV_LARGE,
     CONV_SMALL,
@@ -24,7 +26,7 @@ from bench_collections import (
     run_setting,
     setting_name,
 )
-
+from benchmarks.common.paths import RESULTS
 from rrf_retriever import Hit, weighted_rrf
 
 SHIPPED = {"mode": "rrf", "kw": "fts5", "k": 2, "w": 1.25, "mult": 2}
@@ -307,8 +309,6 @@ def analyze(data: dict[str, tuple[Collection, dict[str, Any]]]) -> None:
     conv = {}
     for n in names:
         c = offs[n].c
-        from bench_collections import ANALYZER
-
         base_terms = [" ".join(ANALYZER.terms(t)) for t in c.query_texts]
         cs = sum(q_conv(CONV_SMALL)(t) != b for t, b in zip(c.query_texts, base_terms))
         cl = sum(q_conv(CONV_LARGE)(t) != b for t, b in zip(c.query_texts, base_terms))

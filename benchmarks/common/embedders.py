@@ -1,76 +1,29 @@
-"""Shared helpers of the hybrid benchmarks: BEIR data, cached MiniLM vectors, a precomputed-vector embedder.
+"""Embedders that answer from the cached MiniLM vectors, so every system of a comparison sees the same vectors.
 
-Every system in ``bench_hybrid_quality.py`` / ``bench_sweep.py`` / ``bench_hybrid_speed.py`` sees the SAME MiniLM
-vectors: corpus and query vectors are computed once by :func:`rrf_retriever.embeddings.cached_embed_documents`
-(keyed by model and a SHA-256 of the texts) and kept under ``benchmarks/.cache/``.
+* :class:`PrecomputedEmbedding`: a library embedder (``BaseEmbeddingAdapter``) over a ``text -> vector`` table;
+  query embedding is excluded from retrieval timings (the hybrid and speed benchmarks);
+* :class:`TableEmbedding`: a LangChain-Embeddings-like object (``embed_documents`` / ``embed_query``) over the same
+  kind of table (the five-collection benchmarks; ``as_embedding`` wraps it).
+
+A text missing from the table is embedded by the real fp32 MiniLM and counted in ``misses``, so a benchmark can
+show that no corpus text or query was re-embedded.
 
 Example:
-    >>> bundle = load_bundle("scifact", split="test")  # doctest: +SKIP
-    >>> bundle.doc_vectors.shape  # doctest: +SKIP
-    (5183, 384)
+    >>> import numpy as np
+    >>> emb = TableEmbedding(["a"], np.ones((1, 384), dtype=np.float32))
+    >>> emb.embed_query("a")[:2], emb.misses
+    ([1.0, 1.0], 0)
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
-from rrf_retriever.embeddings import BaseEmbeddingAdapter, MiniLMEmbedding, cached_embed_documents
-from rrf_retriever.evaluation import BeirDataset, doc_text, load_beir
-
-DATA = ROOT.parent / "shared" / "data"
-CACHE = ROOT / "benchmarks" / ".cache"
-RESULTS = ROOT / "benchmarks" / "results"
-
-_MODEL: MiniLMEmbedding | None = None
-
-
-def minilm() -> MiniLMEmbedding:
-    """One MiniLM per process."""
-    global _MODEL
-    if _MODEL is None:
-        _MODEL = MiniLMEmbedding(show_progress=True, precision="fp32")
-    return _MODEL
-
-
-@dataclass
-class Bundle:
-    """A data set with its texts and the cached MiniLM vectors of its corpus and queries."""
-
-    name: str
-    ds: BeirDataset
-    doc_ids: list[str]
-    doc_texts: list[str]
-    doc_vectors: np.ndarray
-    query_ids: list[str]
-    query_texts: list[str]
-    query_vectors: np.ndarray
-
-    @property
-    def exclude_self(self) -> bool:
-        """ArguAna: a query's own document is dropped (BEIR ``ignore_identical_ids``)."""
-        return self.name == "arguana"
-
-
-def load_bundle(name: str, split: str = "test") -> Bundle:
-    """Load ``../shared/data/<name>`` and its cached MiniLM vectors (computed on first use)."""
-    ds = load_beir(DATA / name, split=split)
-    doc_ids = list(ds.corpus)
-    doc_texts = [doc_text(ds.corpus[i]) for i in doc_ids]
-    query_ids = list(ds.queries)
-    query_texts = [ds.queries[q] for q in query_ids]
-    doc_vectors = cached_embed_documents(minilm(), doc_texts, CACHE)
-    query_vectors = cached_embed_documents(minilm(), query_texts, CACHE)
-    return Bundle(name, ds, doc_ids, doc_texts, doc_vectors, query_ids, query_texts, query_vectors)
+from benchmarks.common.beir import MODEL_ID, minilm
+from rrf_retriever.embeddings import BaseEmbeddingAdapter
 
 
 class PrecomputedEmbedding(BaseEmbeddingAdapter):
@@ -117,18 +70,41 @@ class PrecomputedEmbedding(BaseEmbeddingAdapter):
         return self._vector(text).tolist()
 
 
-def all_query_bundle_texts(name: str) -> list[str]:
-    """Every query of a data set (all splits), for caching."""
-    import json
+class TableEmbedding:
+    """An embedder that answers from the cached vectors (LangChain-Embeddings-like: embed_documents /
+    embed_query), so no system re-embeds anything and all see the same vectors. Misses are counted and
+    embedded by the real MiniLM."""
 
-    with (DATA / name / "queries.jsonl").open(encoding="utf-8") as fh:
-        return [json.loads(line)["text"] for line in fh if line.strip()]
+    model_id = MODEL_ID
+    # It stands in for MiniLMEmbedding, so it declares what MiniLM declares (the weak-leg rule reads these).
+    languages = frozenset({"english"})
+    window_tokens = 256
 
+    def __init__(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self.dimension = int(vectors.shape[1])
+        self.table: dict[str, np.ndarray] = {}
+        self.misses = 0
+        self.add(texts, vectors)
 
-if __name__ == "__main__":
-    # Warm the cache: python benchmarks/_data.py
-    # ArguAna first: bench_dense_quality.py (same cache keys) may be embedding SciFact at the same time.
-    for dataset, splits in (("arguana", ("test",)), ("scifact", ("train", "test"))):
-        for split in splits:
-            b = load_bundle(dataset, split)
-            print(dataset, split, b.doc_vectors.shape, b.query_vectors.shape, flush=True)
+    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        for t, v in zip(texts, vectors):
+            self.table.setdefault(t, v)
+
+    def vector(self, text: str) -> np.ndarray:
+        v = self.table.get(text)
+        if v is None:
+            self.misses += 1
+            v = self.table[text] = np.asarray(minilm().embed_documents([text])[0], dtype=np.float32)
+        return v
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.vector(t).tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vector(text).tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)

@@ -1,8 +1,8 @@
 """The keyword leg: query-term saturation (k3) and an exact BM25 in the sparse leg, against FTS5 and bm25s.
 
 Usage:
-    .venv/bin/python benchmarks/bench_bm25_variants.py              # all five (dense runs need the MiniLM cache)
-    .venv/bin/python benchmarks/bench_bm25_variants.py --refresh    # recompute the cached real-store runs
+    .venv/bin/python benchmarks/quality/bench_bm25_variants.py              # all five (dense runs need the MiniLM cache)
+    .venv/bin/python benchmarks/quality/bench_bm25_variants.py --refresh    # recompute the cached real-store runs
 
 Phase 1 (cached in ``benchmarks/.cache/bm25var-<version>-<collection>.npz``): the real stores, each query once,
 depth 100, texts only (title + text as one string): ``FTS5KeywordStore()`` with the queries as given and with each
@@ -11,7 +11,7 @@ same FTS5 store over our analyzer's own terms (``Analyzer(stem=<Porter callable>
 stopwords), ``BM25KeywordStore()`` (bm25s), ``QdrantEdgeKeywordStore()`` (the default sparse leg), and the dense leg
 (exact dot product of the cached unit MiniLM vectors, numpy).
 
-Phase 2 (offline, seconds): ``_bm25_offline.OfflineBM25`` scores every variant (each factor separately: IDF
+Phase 2 (offline, seconds): ``common/bm25_offline.OfflineBM25`` scores every variant (each factor separately: IDF
 formula, lengths with/without stopwords, k1/b, a wrong avgdl, hashed term ids, k3 and "once for short queries");
 its sparse-leg variant is checked against the real sparse store and its FTS5-over-our-terms variant against the
 real FTS5 store of our terms (same top 10). Each keyword leg alone (nDCG@10) and fused with the dense leg at the
@@ -32,13 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
 import numpy as np
-from _bm25_offline import INF, OfflineBM25, Variant
-from _colldata import CACHE, COLLECTIONS, RESULTS, Collection, load_collection
-from bench_collections import Scorer, bootstrap_ci
 
+from benchmarks.common.beir import COLLECTIONS, Collection, load_collection
+from benchmarks.common.bm25_offline import INF, OfflineBM25, Variant
+from benchmarks.common.collection_fusion import Scorer, bootstrap_ci
+from benchmarks.common.paths import CACHE, RESULTS
 from rrf_retriever import Analyzer, BM25KeywordStore, FTS5KeywordStore, Hit, QdrantEdgeKeywordStore, weighted_rrf
 from rrf_retriever.analysis.languages import stemmer
 

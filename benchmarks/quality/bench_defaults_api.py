@@ -1,10 +1,10 @@
 """The shipped defaults through the public API on the five collections, beside the best anchor hybrid.
 
 Usage:
-    .venv/bin/python benchmarks/_colldata.py            # once: cache the MiniLM vectors of all five collections
-    .venv/bin/python benchmarks/bench_collections.py    # once: the anchors (writes results/loco.json)
-    .venv/bin/python benchmarks/bench_defaults_api.py   # this: writes results/defaults_api.json
-    .venv/bin/python benchmarks/bench_defaults_api.py --keyword fts5 --out defaults_api_fts5.json   # a keyword leg
+    .venv/bin/python benchmarks/quality/warm_vectors.py collections            # once: cache the MiniLM vectors of all five collections
+    .venv/bin/python benchmarks/quality/bench_collections.py    # once: the anchors (writes results/loco.json)
+    .venv/bin/python benchmarks/quality/bench_defaults_api.py   # this: writes results/defaults_api.json
+    .venv/bin/python benchmarks/quality/bench_defaults_api.py --keyword fts5 --out defaults_api_fts5.json   # a keyword leg
 
 What a new user does: ``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids)`` (texts only: title + text as
 one string, nothing in the metadata), then ``invoke(query, top_k=...)``, with the cached MiniLM vectors. Two
@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from _colldata import COLLECTIONS, RESULTS, TableEmbedding, load_collection
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.beir import COLLECTIONS, load_collection
+from benchmarks.common.embedders import TableEmbedding
+from benchmarks.common.paths import RESULTS
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.evaluation import evaluate
 

@@ -7,7 +7,7 @@ Vectors are cached in ``benchmarks/.cache/`` (keyed by model and content).
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_dense_quality.py [--datasets scifact arguana] [--stores edge qdrant]
+    .venv/bin/python benchmarks/quality/bench_dense_quality.py [--datasets scifact arguana] [--stores edge qdrant]
 
 Writes ``benchmarks/results/dense_quality.json``.
 """
@@ -21,22 +21,21 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import CACHE, RESULTS
 from rrf_retriever.embeddings import HashingEmbedding, MiniLMEmbedding, cached_embed_documents
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.evaluation import doc_text, evaluate
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
-DATA = ROOT.parent / "shared" / "data"
-CACHE = ROOT / "benchmarks" / ".cache"
-RESULTS = ROOT / "benchmarks" / "results"
 PUBLISHED = {"scifact": {"ndcg@10": 0.6451, "recall@100": 0.925}, "arguana": {"ndcg@10": 0.5017, "recall@100": 0.9772}}
 DEPTH = 100
 
 
 def run_dataset(name: str, stores: list[str], model: MiniLMEmbedding) -> dict[str, object]:
-    ds = load_beir(DATA / name)
+    ds = read_beir(name)
     doc_ids = list(ds.corpus)
     t0 = time.perf_counter()
     doc_vectors = cached_embed_documents(model, [doc_text(ds.corpus[d]) for d in doc_ids], CACHE)

@@ -1,6 +1,6 @@
 """Fusion methods side by side on the same legs: weighted RRF (the default) vs relative-score fusion vs DBSF.
 
-Run: .venv/bin/python benchmarks/bench_fusion_methods.py [--datasets scifact arguana] [--depth 200]
+Run: .venv/bin/python benchmarks/quality/bench_fusion_methods.py [--datasets scifact arguana] [--depth 200]
 
 Each leg (qdrant-edge dense over the cached MiniLM vectors; FTS5 flat, and the default FTS5 store with the title in
 the metadata: its own field of weight 2) runs once per query at ``--depth``; every fusion method (RRF with k=60 and
@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from _data import RESULTS, Bundle, PrecomputedEmbedding, load_bundle
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.beir import Bundle, load_bundle
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K
 from rrf_retriever.evaluation import evaluate
 from rrf_retriever.fusion import distribution_based_score_fusion, relative_score_fusion, weighted_rrf

@@ -1,10 +1,10 @@
 """Hybrid quality side by side with LangChain and LlamaIndex: nDCG@10, Recall@100, MRR@10 (ranx), BEIR test split.
 
 Usage:
-    .venv/bin/python benchmarks/bench_hybrid_quality.py                      # SciFact + ArguAna, every system
-    .venv/bin/python benchmarks/bench_hybrid_quality.py --datasets scifact --anchor-queries 0   # all queries
+    .venv/bin/python benchmarks/quality/bench_hybrid_quality.py                      # SciFact + ArguAna, every system
+    .venv/bin/python benchmarks/quality/bench_hybrid_quality.py --datasets scifact --anchor-queries 0   # all queries
 
-Systems, all over the SAME cached MiniLM vectors (``benchmarks/_data.py``):
+Systems, all over the SAME cached MiniLM vectors (``benchmarks/common/beir.py``):
 
 * dense only (our QdrantDenseStore, qdrant-client ``:memory:``), FTS5 alone (default: title field; and flat),
   bm25s alone;
@@ -13,7 +13,7 @@ Systems, all over the SAME cached MiniLM vectors (``benchmarks/_data.py``):
   in the metadata, as a LangChain ``Document`` from most loaders has it), asked ``top_k=100`` so Recall@100 is
   defined (``fetch_k`` default = ``2 * top_k``); the same without titles in the metadata, with
   ``keyword="bm25"``, and with the previous defaults (flat FTS5, weights 1/1, ``rrf_k=60``);
-* the LangChain and LlamaIndex anchors of ``benchmarks/_anchors.py`` (each member fetching 100).
+* the LangChain and LlamaIndex anchors of ``benchmarks/common/anchors.py`` (each member fetching 100).
 
 ArguAna: our stores drop the query's own document inside the store (``exclude_ids=[query_id]``); the anchors
 cannot, so their self-match is removed before scoring (BEIR ``ignore_identical_ids``; ranx evaluation does it for
@@ -29,12 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from _data import RESULTS, Bundle, PrecomputedEmbedding, load_bundle
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.beir import Bundle, load_bundle
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.evaluation import evaluate
 from rrf_retriever.retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
@@ -88,7 +93,7 @@ def build_systems(b: Bundle, emb: PrecomputedEmbedding, with_anchors: bool) -> d
             time.perf_counter() - t0,
         )
     if with_anchors:
-        from _anchors import LangChainAnchor, LlamaIndexAnchor
+        from benchmarks.common.anchors import LangChainAnchor, LlamaIndexAnchor
 
         t0 = time.perf_counter()
         lc = LangChainAnchor(b.doc_ids, b.doc_texts, emb, depth=DEPTH)

@@ -2,9 +2,9 @@
 the five collections, with paired bootstrap 95% intervals of int8 - fp32: the evidence for the default embedder.
 
 Usage:
-    nice .venv/bin/python benchmarks/bench_int8_intervals.py [--collections med cacm ...]
+    nice .venv/bin/python benchmarks/quality/bench_int8_intervals.py [--collections med cacm ...]
 
-fp32 vectors from ``_colldata``'s cache; int8 vectors from ``cached_embed_documents`` (cached beside them, model id
+fp32 vectors from ``common/beir.py``'s cache; int8 vectors from ``cached_embed_documents`` (cached beside them, model id
 ``all-MiniLM-L6-v2-int8``: computed once, ~18 min for the ~30k passages at load ~10). Hybrid:
 ``EnsembleRRFRetriever.from_texts(texts, table, ids=ids).invoke(query, top_k=10)`` (today's default stack: sparse
 BM25 + int8-scanned dense on qdrant-edge), once with each model's vectors; dense: exact cosine top-10 (numpy).
@@ -18,15 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
 import numpy as np
-from _colldata import CACHE, COLLECTIONS, RESULTS, TableEmbedding, load_collection
-from bench_collections import bootstrap_ci
-from bench_minilm_int8_quality import dense_top
 from ranx import Qrels, Run, evaluate
 
+from benchmarks.common.beir import COLLECTIONS, load_collection
+from benchmarks.common.collection_fusion import bootstrap_ci
+from benchmarks.common.embedders import TableEmbedding
+from benchmarks.common.paths import CACHE, RESULTS
+from benchmarks.quality.bench_minilm_int8_quality import dense_top
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 from rrf_retriever.embeddings import cached_embed_documents
 

@@ -1,8 +1,8 @@
 """Keyword-store quality on BEIR SciFact and ArguAna: nDCG@10, Recall@100, MRR@10 per store and mode.
 
 Usage:
-    .venv/bin/python benchmarks/bench_keyword_quality.py                 # test split, every config
-    .venv/bin/python benchmarks/bench_keyword_quality.py --split train --datasets scifact   # tuning (SciFact train)
+    .venv/bin/python benchmarks/quality/bench_keyword_quality.py                 # test split, every config
+    .venv/bin/python benchmarks/quality/bench_keyword_quality.py --split train --datasets scifact   # tuning (SciFact train)
 
 ArguAna: the query's own document is excluded inside the store (``exclude_ids=[query_id]``), as every published
 figure does (BEIR ``ignore_identical_ids``, Anserini ``-removeQuery``). Results go to
@@ -19,15 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.analysis.analyzer import Analyzer
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.evaluation import doc_text, evaluate
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
-DATA = ROOT.parent / "shared" / "data"
 PUBLISHED = {"scifact": 0.679, "arguana": 0.414}  # Lucene BM25 (flat / multifield best), BASELINES.md
 
 
@@ -61,7 +62,7 @@ CONFIGS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
 
 def run_config(name: str, dataset: str, split: str) -> dict[str, Any]:
     factory, layout = CONFIGS[name]
-    ds = load_beir(DATA / dataset, split=split)
+    ds = read_beir(dataset, split=split)
     store = factory()
     ids, texts, metas = layout(ds)
     t0 = time.perf_counter()
@@ -107,7 +108,7 @@ def main() -> None:
                 flush=True,
             )
         print(f"{dataset}: published Lucene BM25 nDCG@10 = {PUBLISHED[dataset]}")
-    out = ROOT / "benchmarks" / "results" / f"keyword_quality_{args.split}.json"
+    out = RESULTS / f"keyword_quality_{args.split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     print(f"wrote {out.relative_to(ROOT)}")

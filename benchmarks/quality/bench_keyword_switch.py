@@ -2,8 +2,8 @@
 public API on the five collections.
 
 Usage:
-    .venv/bin/python benchmarks/_colldata.py              # once: cache the MiniLM vectors of all five collections
-    .venv/bin/python benchmarks/bench_keyword_switch.py   # writes results/keyword_switch.json (~5 min)
+    .venv/bin/python benchmarks/quality/warm_vectors.py collections              # once: cache the MiniLM vectors of all five collections
+    .venv/bin/python benchmarks/quality/bench_keyword_switch.py   # writes results/keyword_switch.json (~5 min)
 
 What a user does, twice per collection: ``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids,
 keyword="qdrant-edge" | "fts5")`` then ``invoke(query, top_k=10)`` (ArguAna: the 300-query subset, the query's own
@@ -13,13 +13,20 @@ paired bootstrap 95% interval (10,000 resamples of the queries) and how many que
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
 import numpy as np
-from _colldata import COLLECTIONS, RESULTS, TableEmbedding, load_collection
 from ranx import Qrels, Run, evaluate
 
+from benchmarks.common.beir import COLLECTIONS, load_collection
+from benchmarks.common.embedders import TableEmbedding
+from benchmarks.common.paths import RESULTS
 from rrf_retriever import EnsembleRRFRetriever
 
 KINDS = ("qdrant-edge", "fts5")
@@ -43,6 +50,7 @@ def per_query_ndcg(name: str) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     results: dict[str, Any] = {}
     for name in COLLECTIONS:
         scores = per_query_ndcg(name)

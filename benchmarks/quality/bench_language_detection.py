@@ -1,6 +1,6 @@
 """Corpus-language detection: is the language right, and does the analyzer it picks find more?
 
-Run: nice .venv/bin/python benchmarks/bench_language_detection.py [--stores qdrant-edge fts5] [--xquad-dir DIR]
+Run: nice .venv/bin/python benchmarks/quality/bench_language_detection.py [--stores qdrant-edge fts5] [--xquad-dir DIR]
 
 1. **Detection accuracy** (:func:`rrf_retriever.analysis.detect.detect_language` on each corpus, its default
    sample of 500 texts): the five English collections (``../shared/data``: scifact arguana med cacm npl: must be
@@ -31,19 +31,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import LOCAL_DATA, RESULTS
 from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.analysis.detect import detect_language
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.evaluation import doc_text, evaluate
 from rrf_retriever.tuning.statistics import paired_bootstrap_ci
 
-DATA = ROOT.parent / "shared" / "data"
-MULTI = ROOT / "benchmarks" / "data" / "multilingual"
-XQUAD = ROOT / "benchmarks" / "data" / "xquad"
-OUT = ROOT / "benchmarks" / "results" / "language_detection.json"
+MULTI = LOCAL_DATA / "multilingual"
+XQUAD = LOCAL_DATA / "xquad"
+OUT = RESULTS / "language_detection.json"
 COLLECTIONS = ("scifact", "arguana", "med", "cacm", "npl")
 XQUAD_LANGS = {"ar": "arabic", "de": "german", "el": "greek", "en": "english", "es": "spanish", "ro": "romanian",
                "ru": "russian", "tr": "turkish", "zh": "chinese"}  # fmt: skip
@@ -119,9 +120,9 @@ def main() -> None:
     t0 = time.perf_counter()
     detection: dict[str, Any] = {"english_collections": {}, "multilingual": {}, "xquad": {}}
     for name in COLLECTIONS:
-        ds = load_beir(DATA / name)
+        ds = read_beir(name)
         detection["english_collections"][name] = detection_row([doc_text(d) for d in ds.corpus.values()], "english")
-    multi = load_beir(MULTI)
+    multi = read_beir(MULTI)
     raw_queries = [json.loads(x) for x in (MULTI / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     lang_of_query = {q["_id"]: q["metadata"]["lang"] for q in raw_queries}
     by_lang: dict[str, list[str]] = {}

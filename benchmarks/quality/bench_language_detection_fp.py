@@ -1,6 +1,6 @@
 """Corpus-language detection on what is on this machine: false positives on English of every kind, hits elsewhere.
 
-Run: nice .venv/bin/python benchmarks/bench_language_detection_fp.py [--baseline DIR] [--corpus-size 50]
+Run: nice .venv/bin/python benchmarks/quality/bench_language_detection_fp.py [--baseline DIR] [--corpus-size 50]
 
 Offline; reads only files already on the machine (a kind with no file found is reported with 0 corpora). Each
 source is cut into the documents an index would hold (a code file into chunks of 40 lines, a log or a table into
@@ -44,13 +44,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.paths import DATA, LOCAL_DATA, RESULTS
 from rrf_retriever.analysis import detect as current
 
-DATA = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent / "shared")
-OUT = ROOT / "benchmarks" / "results" / "language_detection_fp.json"
+OUT = RESULTS / "language_detection_fp.json"
 SITES = list(dict.fromkeys([Path(sysconfig.get_paths()["purelib"]),
                             Path(sysconfig.get_paths(vars={"base": sys.base_prefix})["purelib"])]))
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -249,14 +249,14 @@ def main() -> None:
         groups = [[s for _, s in pairs] for _, pairs in domains]
         docs = [s for g in groups for s in g][:MAX_DOCS]
         others[f"{language} (gettext messages)"] = score(detectors, groups, docs, language)
-    xquad = ROOT / "benchmarks" / "data" / "xquad"
+    xquad = LOCAL_DATA / "xquad"
     for code, language in XQUAD.items():
         paras = [json.loads(x)["text"] for x in (xquad / f"{code}.jsonl").read_text("utf-8").splitlines() if x]
         questions = [json.loads(x)["text"] for x in (xquad / f"queries.{code}.jsonl").read_text("utf-8").splitlines()
                      if x]  # fmt: skip
         others[f"{language} (XQuAD paragraphs)"] = score(detectors, corpora(paras, size), paras, language)
         others[f"{language} (XQuAD questions)"] = score(detectors, corpora(questions, size), questions, language)
-    multi = ROOT / "benchmarks" / "data" / "multilingual" / "corpus.jsonl"
+    multi = LOCAL_DATA / "multilingual" / "corpus.jsonl"
     by_lang: dict[str, list[str]] = defaultdict(list)
     for line in multi.read_text("utf-8").splitlines():
         doc = json.loads(line)

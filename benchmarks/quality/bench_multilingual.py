@@ -1,6 +1,6 @@
 """Keyword leg on a small hand-built multilingual set: CJK bigrams on/off, English vs language-aware analyzers.
 
-Run: .venv/bin/python benchmarks/bench_multilingual.py [--stores fts5 bm25 edge]
+Run: .venv/bin/python benchmarks/quality/bench_multilingual.py [--stores fts5 bm25 edge]
 
 The set (``benchmarks/data/multilingual/``, BEIR layout) was written by hand for this benchmark: 90 short documents
 (Chinese 14, Japanese 14, Korean 12, German 14, French 14, Spanish 12, English 10) and 49 queries with graded
@@ -31,17 +31,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import LOCAL_DATA, RESULTS
 from rrf_retriever.analysis.analyzer import Analyzer
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.evaluation import doc_text, evaluate
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
 
-DATA = ROOT / "benchmarks" / "data" / "multilingual"
-OUT = ROOT / "benchmarks" / "results" / "multilingual.json"
+DATA = LOCAL_DATA / "multilingual"
+OUT = RESULTS / "multilingual.json"
 LANGS = {"zh": None, "ja": None, "ko": None, "de": "german", "fr": "french", "es": "spanish", "en": None}
 STORES = {
     "fts5": lambda a: FTS5KeywordStore(analyzer=a),
@@ -64,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", nargs="+", default=list(STORES), choices=list(STORES))
     args = parser.parse_args()
-    data = load_beir(DATA)
+    data = read_beir(DATA)
     ids = list(data.corpus)
     texts = [doc_text(data.corpus[i]) for i in ids]
     raw_queries = [json.loads(line) for line in (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -2,9 +2,9 @@
 a long-document set built from SciFact.
 
 Usage:
-    .venv/bin/python benchmarks/_colldata.py             # once: the single-window MiniLM vectors (shared cache)
-    nice .venv/bin/python benchmarks/bench_multiwindow.py                 # everything -> results/multiwindow.json
-    nice .venv/bin/python benchmarks/bench_multiwindow.py --warm-only     # compute and cache the window vectors
+    .venv/bin/python benchmarks/quality/warm_vectors.py collections             # once: the single-window MiniLM vectors (shared cache)
+    nice .venv/bin/python benchmarks/quality/bench_multiwindow.py                 # everything -> results/multiwindow.json
+    nice .venv/bin/python benchmarks/quality/bench_multiwindow.py --warm-only     # compute and cache the window vectors
 
 What is compared (MiniLM all-MiniLM-L6-v2, 256 word pieces: 254 between [CLS] and [SEP]):
 * ``single``: one vector a document (the model reads its first 254 word pieces; today's default);
@@ -26,7 +26,7 @@ position ``group % 4`` (so three in four lie past the first window); a long text
 grade of the judged document it holds. Built here, deterministically.
 
 Window vectors are cached under ``benchmarks/.cache/win-...npz`` (rows and counts, by a SHA-256 of the texts and
-the settings); the single vectors come from ``_colldata.cached_vectors``.
+the settings); the single vectors come from ``common/beir.cached_vectors``.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
 import numpy as np
-from _colldata import CACHE, DATA, MODEL_ID, RESULTS, Collection, cached_vectors, load_collection, minilm
 
+from benchmarks.common.beir import MODEL_ID, Collection, cached_vectors, load_collection, minilm, read_beir
+from benchmarks.common.paths import CACHE, RESULTS
 from rrf_retriever import (
     EnsembleRRFRetriever,
     MiniLMEmbedding,
@@ -56,7 +57,7 @@ from rrf_retriever import (
     QdrantEdgeKeywordStore,
 )
 from rrf_retriever.embeddings import BaseEmbeddingAdapter
-from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.evaluation import doc_text
 from rrf_retriever.tuning import metric_value
 from rrf_retriever.tuning.statistics import paired_bootstrap_ci
 
@@ -100,7 +101,7 @@ def cached_tails(texts: Sequence[str], overlap: int) -> tuple[np.ndarray, np.nda
 # ---- the long-document set -------------------------------------------------------------------------------
 def long4() -> Collection:
     """SciFact's judged documents, each inside a text of four (see the module docstring)."""
-    ds = load_beir(DATA / "scifact", split="test")
+    ds = read_beir("scifact", split="test")
     query_ids = list(ds.queries)
     judged = sorted({d for q in query_ids for d, g in ds.qrels[q].items() if g > 0})
     judged_set = set(judged)
@@ -244,7 +245,7 @@ def hybrid_and_store_check(c: Collection, rows: np.ndarray, counts: np.ndarray, 
 def ingest_cost(n_docs: int, cap: int, overlap: int) -> dict[str, Any]:
     """``from_texts`` with the real MiniLM on the first ``n_docs`` SciFact documents, one vector a document vs
     ``cap`` windows, alternated twice; medians."""
-    ds = load_beir(DATA / "scifact", split="test")
+    ds = read_beir("scifact", split="test")
     ids = list(ds.corpus)[:n_docs]
     texts = [doc_text(ds.corpus[i]) for i in ids]
     model = MiniLMEmbedding(precision="fp32")

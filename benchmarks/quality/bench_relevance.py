@@ -1,8 +1,8 @@
 """Does a similarity cutoff mean something? Unrelated queries kept vs relevant top-1s dropped, leave-one-collection-out.
 
 Usage:
-    .venv/bin/python benchmarks/_relevance_data.py     # int8 MiniLM vectors of the five collections (cached once)
-    nice .venv/bin/python benchmarks/bench_relevance.py
+    .venv/bin/python benchmarks/quality/warm_vectors.py int8   # int8 MiniLM vectors of the five collections (once)
+    nice .venv/bin/python benchmarks/quality/bench_relevance.py
 
 For each of the five public collections (``../shared/data``: scifact arguana med cacm npl) an index is built through
 LlamaIndex's vector store (``RRFVectorStore.add`` of ``TextNode`` s with their MiniLM vectors: int8, the library's
@@ -32,6 +32,7 @@ Writes ``benchmarks/results/relevance.json``; prints Markdown tables.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -39,18 +40,16 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for path in (str(ROOT), str(ROOT / "benchmarks")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
 import numpy as np
-from _relevance_data import COLLECTIONS, Coll, load
 from llama_index.core.schema import TextNode
 
+from benchmarks.common.beir import INT8_COLLECTIONS as COLLECTIONS
+from benchmarks.common.beir import Collection, load_int8_sample
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.llama_index import RRFVectorStore
 
-RESULTS = ROOT / "benchmarks" / "results"
 UNRELATED_PER_COLLECTION = 50
 TOP_K = 10
 MODES = {"default": {"keyword": 0.0}, "hybrid": None, "text_search": {"dense": 0.0}}
@@ -62,7 +61,7 @@ def anisotropic(vectors: np.ndarray, direction: np.ndarray) -> np.ndarray:
     return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
 
 
-def run_collection(c: Coll, queries: list[tuple[str, str, str, np.ndarray]], doc_vectors: np.ndarray) -> list[dict]:
+def run_collection(c: Collection, queries: list[tuple[str, str, str, np.ndarray]], doc_vectors: np.ndarray) -> list[dict]:
     """Top-1 of every query in every mode: (source collection, relevant?, before, after)."""
     store = RRFVectorStore()
     nodes = [TextNode(id_=i, text=t, embedding=v.tolist()) for i, t, v in zip(c.doc_ids, c.doc_texts, doc_vectors)]
@@ -144,8 +143,9 @@ def report(by_coll: dict[str, list[dict]], label: str) -> dict:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     t0 = time.time()
-    colls = {name: load(name) for name in COLLECTIONS}
+    colls = {name: load_int8_sample(name) for name in COLLECTIONS}
     unrelated: dict[str, list[tuple[str, str, str, int]]] = {}
     for name, c in colls.items():
         picks = list(range(len(c.query_ids)))

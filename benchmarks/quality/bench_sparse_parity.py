@@ -1,6 +1,6 @@
 """BM25 as Qdrant sparse vectors vs exact BM25: top-10 agreement with bm25s and nDCG@10 beside FTS5 and bm25s.
 
-Run: .venv/bin/python benchmarks/bench_sparse_parity.py [--datasets scifact med cacm npl arguana] [--local med scifact]
+Run: .venv/bin/python benchmarks/quality/bench_sparse_parity.py [--datasets scifact med cacm npl arguana] [--local med scifact]
 
 Every keyword store uses the same analyzer (Lucene stopwords, Porter stems, conversational words dropped from
 queries). Per collection (title + text as one string, each store fetches 100, ArguAna's query document excluded
@@ -36,18 +36,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.analysis.analyzer import default_analyzer
-from rrf_retriever.evaluation import doc_text, evaluate, load_beir
+from rrf_retriever.evaluation import doc_text, evaluate
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore, QdrantKeywordStore
 from rrf_retriever.stores.qdrant.sparse_values import term_id
 
-DATA = ROOT.parent / "shared" / "data"
-OUT = ROOT / "benchmarks" / "results" / "sparse_parity.json"
+OUT = RESULTS / "sparse_parity.json"
 DATASETS = ["scifact", "med", "cacm", "npl", "arguana"]
 FETCH = 100
 
@@ -87,7 +88,7 @@ def collisions(ids_terms: set[str]) -> dict[str, int]:
 
 
 def one_dataset(name: str, with_local: bool) -> dict[str, Any]:
-    ds = load_beir(DATA / name)
+    ds = read_beir(name)
     ids = list(ds.corpus)
     texts = [doc_text(ds.corpus[i]) for i in ids]
     exclude_self = name == "arguana"
@@ -135,7 +136,7 @@ def one_dataset(name: str, with_local: bool) -> dict[str, Any]:
 
 def deletes_experiment() -> dict[str, Any]:
     """Delete 30 % of SciFact: top-10 overlap with bm25s over the rest, IDF of live points vs index statistics."""
-    ds = load_beir(DATA / "scifact")
+    ds = read_beir("scifact")
     ids = list(ds.corpus)
     texts = [doc_text(ds.corpus[i]) for i in ids]
     gone = set(random.Random(0).sample(ids, k=int(0.3 * len(ids))))
@@ -162,9 +163,9 @@ def deletes_experiment() -> dict[str, Any]:
 
 def gil_experiment() -> dict[str, Any]:
     """Edge sparse searches alone, SHA-256 hashing of 1 MB blocks alone (hashlib releases the GIL; sized to take as
-    long), and both in two threads (as benchmarks/bench_leg_overlap.py does for the dense edge store). Overlap 1:
+    long), and both in two threads (as benchmarks/speed/bench_leg_overlap.py does for the dense edge store). Overlap 1:
     the search lets the other thread run; 0: it keeps the GIL. Median of 3."""
-    ds = load_beir(DATA / "scifact")
+    ds = read_beir("scifact")
     ids = list(ds.corpus)
     store = QdrantEdgeKeywordStore()
     store.add(ids, [doc_text(ds.corpus[i]) for i in ids])

@@ -1,7 +1,7 @@
 """Tuning the hybrid defaults: title field x keyword weight x rrf_k sweep (heatmaps), leg depth, ablation table.
 
 Usage:
-    .venv/bin/python benchmarks/bench_sweep.py            # sweep on SciFact TRAIN, ablation on train + both test sets
+    .venv/bin/python benchmarks/quality/bench_sweep.py            # sweep on SciFact TRAIN, ablation on train + both test sets
 
 Tuning uses SciFact TRAIN qrels only (809 queries); the test splits are only reported. Each leg is run ONCE per
 query at depth 400 with the real stores (QdrantDenseStore over the cached MiniLM vectors; FTS5KeywordStore flat
@@ -26,11 +26,15 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from _data import RESULTS, Bundle, load_bundle
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.beir import Bundle, load_bundle
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.evaluation import evaluate, remove_identical_ids
 from rrf_retriever.fusion import weighted_rrf
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
@@ -54,7 +58,7 @@ def title_variant(w: float) -> str:
 def leg_runs(b: Bundle) -> dict[str, Runs]:
     """Each leg (and keyword variant) once per query, at MAX_DEPTH."""
     excl: Callable[[str], list[str] | None] = (lambda q: [q]) if b.exclude_self else (lambda q: None)
-    from _data import PrecomputedEmbedding
+    from benchmarks.common.embedders import PrecomputedEmbedding
 
     emb = PrecomputedEmbedding(b.doc_texts, b.doc_vectors)
     dense = QdrantDenseStore(emb)

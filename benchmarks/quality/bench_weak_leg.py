@@ -1,8 +1,8 @@
 """Never worse than the better leg: the weak-leg rule on the five collections and on collections with one weak leg.
 
 Usage:
-    .venv/bin/python benchmarks/_colldata.py          # the five collections' MiniLM vectors (cached once)
-    nice .venv/bin/python benchmarks/bench_weak_leg.py   # legs once (cached), then every system offline, tables
+    .venv/bin/python benchmarks/quality/warm_vectors.py collections          # the five collections' MiniLM vectors (cached once)
+    nice .venv/bin/python benchmarks/quality/bench_weak_leg.py   # legs once (cached), then every system offline, tables
 
 Collections (built deterministically, public names only):
 
@@ -12,7 +12,7 @@ Collections (built deterministically, public names only):
   ``k``, each group ONE document (the members' texts joined by a blank line), a member relevant to some query placed
   LAST, so its text starts past MiniLM's 256-word-piece window; a long document is relevant to a query with the
   best grade of its members. scifact-long2 (2,592 documents: the relevant text starts near the window's end),
-  scifact-long4 (1,296), med-long4 (259). New MiniLM vectors of the long texts, cached as ``_colldata`` does.
+  scifact-long4 (1,296), med-long4 (259). New MiniLM vectors of the long texts, cached as ``common/beir.py`` does.
   ``<name>-long4-first``: the same groups with the relevant member FIRST (the model reads it: where the rule's
   long-document input is wrong);
 * ``xquad-<lang>``: XQuAD (Artetxe et al., ACL 2020; CC BY-SA 4.0) as a paragraph retrieval set in English
@@ -45,11 +45,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
 import numpy as np
-from _colldata import CACHE, COLLECTIONS, RESULTS, ROOT, cached_vectors, load_collection
 
+from benchmarks.common.beir import COLLECTIONS, cached_vectors, load_collection, read_beir
+from benchmarks.common.paths import CACHE, LOCAL_DATA, RESULTS, ROOT
 from rrf_retriever import (
     Analyzer,
     Hit,
@@ -61,20 +62,20 @@ from rrf_retriever import (
 from rrf_retriever.engine import weak_legs
 from rrf_retriever.engine.weak_legs import LegView, weak_leg_weights
 from rrf_retriever.errors import RRFRetrieverError
-from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.evaluation import doc_text
 
 DEEP = 100
 FETCH = 40
 TOP = 10
 RUNS_VERSION = "v1"
-MULTI = ROOT / "benchmarks" / "data" / "multilingual"
+MULTI = LOCAL_DATA / "multilingual"
 LONG = (("scifact", 2), ("scifact", 4), ("med", 4))
 #: The same long documents with the relevant member FIRST: the model reads the relevant text (the rule's failure
 #: case: documents whose beginning says what they are about).
 LONG_FIRST = (("scifact", 4), ("med", 4))
 #: XQuAD as a judged retrieval set per language (240 paragraphs, the questions asked of them; CC BY-SA 4.0), in
 #: ``benchmarks/data/xquad`` (the corpus-language work adds it; ``XQUAD_DIR`` points elsewhere).
-XQUAD = Path(os.environ.get("XQUAD_DIR") or ROOT / "benchmarks" / "data" / "xquad")
+XQUAD = Path(os.environ.get("XQUAD_DIR") or LOCAL_DATA / "xquad")
 XQUAD_LANGS = {"en": "english", "de": "german", "ru": "russian", "ar": "arabic", "zh": "chinese"}
 XQUAD_QUERIES = 300  # of 1,190 per language, random.Random(0): the vectors of the rest cost CPU, not insight
 LANG_NAMES = {"de": "german", "fr": "french", "es": "spanish", "zh": None, "ja": None, "ko": None}
@@ -131,7 +132,7 @@ def long_docs(name: str, k: int, first: bool = False) -> Data:
 
 
 def multilingual() -> list[Data]:
-    ds = load_beir(MULTI)
+    ds = read_beir(MULTI)
     ids = list(ds.corpus)
     texts = [doc_text(ds.corpus[i]) for i in ids]
     dv = cached_vectors(texts)

@@ -1,16 +1,20 @@
 """Render the hybrid benchmark JSON results as Markdown tables (for RESULTS.md and README.md).
 
 Usage:
-    .venv/bin/python benchmarks/report_hybrid.py > /tmp/hybrid_tables.md
+    .venv/bin/python benchmarks/quality/report_hybrid.py > /tmp/hybrid_tables.md
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS
 
 
 def _load(name: str) -> Any:
@@ -88,5 +92,10 @@ def speed() -> list[str]:
     return lines
 
 
-if __name__ == "__main__":
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     print("\n".join(["### Quality", *quality(), "", "### Ablation", *ablation(), "", "### Speed", *speed()]))
+
+
+if __name__ == "__main__":
+    main()

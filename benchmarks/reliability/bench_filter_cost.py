@@ -2,7 +2,7 @@
 searches on keys no document holds.
 
 Usage:
-    .venv/bin/python benchmarks/bench_filter_cost.py [--docs 30000] [--reps 50] [--label after] [--code DIR]
+    .venv/bin/python benchmarks/reliability/bench_filter_cost.py [--docs 30000] [--reps 50] [--label after] [--code DIR]
 
 Two figures, on qdrant-edge:
 
@@ -28,8 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "filter_cost.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS as RESULTS_DIR
+from benchmarks.common.paths import ROOT
+
+RESULTS = RESULTS_DIR / "filter_cost.json"
 BASE = 2**62
 
 

@@ -1,7 +1,7 @@
 """What requests that pass every limit cost ("Trust, round 4"): seconds per attack, and what came back.
 
 Usage:
-    .venv/bin/python benchmarks/bench_request_bounds.py [--label after] [--code DIR] [--reps 3] [--only NAME ...]
+    .venv/bin/python benchmarks/reliability/bench_request_bounds.py [--label after] [--code DIR] [--reps 3] [--only NAME ...]
 
 Attacks (each through the public API, on a small index; the hashing embedder unless said):
 
@@ -36,8 +36,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "request_bounds.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS as RESULTS_DIR
+
+RESULTS = RESULTS_DIR / "request_bounds.json"
 
 
 def _timed(run: Callable[[], Any]) -> dict[str, Any]:

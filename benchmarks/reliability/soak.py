@@ -3,8 +3,8 @@
 Runs the same workloads as tests/reliability (tests/reliability/workloads.py, promises.py, attacks.py) with more
 inputs, prints figures and writes benchmarks/results/soak_<profile>.json.
 
-    .venv/bin/python benchmarks/soak.py --quick   # a few minutes
-    .venv/bin/python benchmarks/soak.py --full    # >= 10,000 fuzz inputs, 4,000 scoped queries, 20 kills, 8x500 load
+    .venv/bin/python benchmarks/reliability/soak.py --quick   # a few minutes
+    .venv/bin/python benchmarks/reliability/soak.py --full    # >= 10,000 fuzz inputs, 4,000 scoped queries, 20 kills, 8x500 load
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common.paths import RESULTS
 from tests.reliability.attacks import ATTACKS, run_attacks
 from tests.reliability.promises import run_promises
 from tests.reliability.workloads import run_crash_safety, run_fuzz, run_lifecycle, run_load, run_scope_isolation
@@ -131,7 +132,7 @@ def _attacks(figures: dict[str, object], rounds: int, seed: int, everything: boo
 
 
 def _write(figures: dict[str, object], profile: str, failed: bool) -> int:
-    out = REPO / "benchmarks" / "results" / f"soak_{profile}.json"
+    out = RESULTS / f"soak_{profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"{'FAILED' if failed else 'OK'}; figures in {out.relative_to(REPO)}")

@@ -2,7 +2,7 @@
 ``GRAPH_POINTS``) against the int8 scan without a graph, on the clustered vectors of ``bench_scale_curve.py``.
 
 Usage:
-    nice .venv/bin/python benchmarks/bench_dense_scale.py [--docs 1000000] [--kinds graph scan]
+    nice .venv/bin/python benchmarks/scale/bench_dense_scale.py [--docs 1000000] [--kinds graph scan]
 
 The store is written as ``from_texts`` + ``add_texts`` write it, in adds of 100k (``QdrantEdgeDenseStore.add`` with
 precomputed vectors, metadata ``{"session_id": i % 100}``); each add's wall and CPU seconds are kept (the add that
@@ -19,15 +19,19 @@ import argparse
 import gc
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _data import RESULTS, PrecomputedEmbedding
-from bench_public_path import FILTER, pct
-from bench_scale_curve import clustered_vectors
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.scale.bench_scale_curve import clustered_vectors
+from benchmarks.speed.bench_public_path import FILTER, pct
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 CHUNK = 100_000

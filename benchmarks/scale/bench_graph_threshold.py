@@ -1,8 +1,8 @@
 """Where the HNSW graph takes over from the int8 scan, what it costs, and what the filtered sparse leg costs.
 
 Usage:
-    .venv/bin/python benchmarks/bench_graph_threshold.py                 # 100k synthetic (about 6 min, quiet)
-    .venv/bin/python benchmarks/bench_graph_threshold.py --docs 30000    # another size
+    .venv/bin/python benchmarks/scale/bench_graph_threshold.py                 # 100k synthetic (about 6 min, quiet)
+    .venv/bin/python benchmarks/scale/bench_graph_threshold.py --docs 30000    # another size
 
 On one 100k stack of the default kinds (``from_texts`` with precomputed clustered vectors, ``bench_scale_curve``'s
 corpus and frequent-word queries):
@@ -25,13 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from _data import RESULTS, PrecomputedEmbedding
-from bench_public_path import FILTER, SESSIONS, pct, rss_kb, stores_of
-from bench_scale_curve import clustered_vectors, synthetic_corpus, timed
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.scale.bench_scale_curve import clustered_vectors, synthetic_corpus, timed
+from benchmarks.speed.bench_public_path import FILTER, SESSIONS, pct, rss_kb, stores_of
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore, QdrantEdgeKeywordStore
 

@@ -2,9 +2,9 @@
 the default stack and the FTS5 stack, beside LangChain and LlamaIndex where they finish.
 
 Usage:
-    .venv/bin/python benchmarks/bench_scale_curve.py                     # 10k 100k 300k 1M, both corpora
-    .venv/bin/python benchmarks/bench_scale_curve.py --sizes 10000 100000 --corpora synthetic   # a part
-    .venv/bin/python benchmarks/bench_scale_curve.py --plot-only         # merge the cached points, fit, plot
+    .venv/bin/python benchmarks/scale/bench_scale_curve.py                     # 10k 100k 300k 1M, both corpora
+    .venv/bin/python benchmarks/scale/bench_scale_curve.py --sizes 10000 100000 --corpora synthetic   # a part
+    .venv/bin/python benchmarks/scale/bench_scale_curve.py --plot-only         # merge the cached points, fit, plot
 
 Each (corpus, size) point runs in a fresh child process (``nice``; its peak RSS is its own) and is cached as
 ``benchmarks/results/scale_curve/<corpus>-<size>.json``; a later run reuses the cached points unless ``--force``
@@ -35,7 +35,7 @@ Corpora:
   graph on uniform random 384-d vectors is the worst case no embedding model produces (recall 0.16 at 100k).
 * ``arguana``: the real ArguAna corpus repeated to N documents (each copy its own id), the real test queries (a
   whole argument each, ~160 words: ArguAna-length queries) with their MiniLM vectors. Document vectors: the REAL
-  cached MiniLM vectors (``benchmarks/.cache``, via ``_colldata``) when present, each copy after the first jittered
+  cached MiniLM vectors (``benchmarks/.cache``, via ``common/beir.py``) when present, each copy after the first jittered
   (``v + 0.3 g / sqrt(384)``, renormalized: cosine ~0.96 to the original) so copies are not exact ties; without
   the cache, one random vector per original document (noted in the JSON as ``vectors``).
 
@@ -57,9 +57,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
 import numpy as np
-from _data import RESULTS, PrecomputedEmbedding
-from bench_public_path import (
+
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.speed.bench_public_path import (
     DEPTH,
     FILTER,
     SESSIONS,
@@ -71,7 +75,6 @@ from bench_public_path import (
     pct,
     stores_of,
 )
-
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
@@ -132,7 +135,7 @@ def arguana_scaled(n: int, n_queries: int) -> dict[str, Any]:
     vectors = base["vectors"]
     q_vectors = base["q_vectors"]
     try:
-        from _colldata import cached_vectors, minilm
+        from benchmarks.common.beir import cached_vectors, minilm
 
         vectors = cached_vectors(base["texts"]) if _cache_ready(base["texts"]) else None
         if vectors is not None:
@@ -157,7 +160,7 @@ def arguana_scaled(n: int, n_queries: int) -> dict[str, Any]:
 
 
 def _cache_ready(texts: list[str]) -> bool:
-    from _colldata import CACHE
+    from benchmarks.common.paths import CACHE
 
     return any(CACHE.glob(f"coll-all-MiniLM-L6-v2-{len(texts)}-*.npy"))
 

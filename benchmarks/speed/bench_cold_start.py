@@ -1,6 +1,6 @@
 """Cold start: a new process that opens an index and answers one query, warm and first-ever (empty graph cache).
 
-Run: .venv/bin/python benchmarks/bench_cold_start.py [--docs 2000] [--repeat 5] [--tree before=/tmp/old after=.]
+Run: .venv/bin/python benchmarks/speed/bench_cold_start.py [--docs 2000] [--repeat 5] [--tree before=/tmp/old after=.]
 
 ``--tree NAME=PATH`` (repeatable) runs each measure with ``PYTHONPATH=PATH`` (a checkout of another commit, e.g.
 ``git worktree add /tmp/old <commit>``), interleaved with the other trees in every round: before/after side by side.
@@ -30,10 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
-CACHE = REPO / "benchmarks" / ".cache"
-RESULTS = REPO / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import CACHE, DATA, RESULTS, ROOT
+
+CORPUS = DATA / "scifact" / "corpus.jsonl"
 QUERY = "vitamin d deficiency and bone fractures"
 CLI = Path(sys.executable).with_name("rrf-retriever")
 
@@ -62,7 +63,7 @@ def build_index(docs: int) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus.jsonl"
-        with DATA.open(encoding="utf-8") as src, corpus.open("w", encoding="utf-8") as dst:
+        with CORPUS.open(encoding="utf-8") as src, corpus.open("w", encoding="utf-8") as dst:
             for _, line in zip(range(docs), src):
                 dst.write(line)
         subprocess.run([str(CLI), "index", str(corpus), "-d", str(index)], check=True, capture_output=True)
@@ -142,7 +143,7 @@ def main() -> int:
     else:
         payload.update({"median_seconds": summaries, "runs": rows})
     out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(f"figures in {out.relative_to(REPO)}")
+    print(f"figures in {out.relative_to(ROOT)}")
     return 0
 
 

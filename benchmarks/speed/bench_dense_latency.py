@@ -13,7 +13,7 @@ edge-hnsw against exact search.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_dense_latency.py [--sizes 10000 100000] [--queries 200]
+    .venv/bin/python benchmarks/speed/bench_dense_latency.py [--sizes 10000 100000] [--queries 200]
 
 Writes ``benchmarks/results/dense_latency.json``.
 """
@@ -31,14 +31,13 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.paths import CACHE, RESULTS
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.stores.qdrant import QdrantDenseStore, QdrantEdgeDenseStore
 
-RESULTS = ROOT / "benchmarks" / "results"
-CACHE = ROOT / "benchmarks" / ".cache"
 DIM = 384
 FILTER = {"session_id": list(range(10))}
 
@@ -112,13 +111,14 @@ def _local(
 
 
 def hnsw_recall(tmp: Path, n_queries: int) -> dict[str, Any]:
+    from benchmarks.common.beir import read_beir
     from rrf_retriever.embeddings import MiniLMEmbedding, cached_embed_documents
-    from rrf_retriever.evaluation import doc_text, load_beir
+    from rrf_retriever.evaluation import doc_text
 
     model = MiniLMEmbedding(show_progress=True, precision="fp32")
     corpora, query_sets = [], []
     for name in ("scifact", "arguana"):  # cached by bench_dense_quality.py; computed here otherwise
-        ds = load_beir(ROOT.parent / "shared" / "data" / name)
+        ds = read_beir(name)
         corpora.append(cached_embed_documents(model, [doc_text(d) for d in ds.corpus.values()], CACHE))
         query_sets.append(cached_embed_documents(model, list(ds.queries.values()), CACHE))
     corpus = np.concatenate(corpora)

@@ -1,7 +1,7 @@
 """The engine's own cost per hybrid query: HybridEngine.search over two instant legs (20 fixed hits each).
 
 Usage:
-    .venv/bin/python benchmarks/bench_engine_overhead.py
+    .venv/bin/python benchmarks/speed/bench_engine_overhead.py
 
 What remains is the engine: settings snapshot, the per-call options, planning, the thread-pool handoff of both
 legs, weighted RRF over 2 x 20 hits, the trace; once bare, once with per-call options (``top_k``, ``filter``,
@@ -10,12 +10,13 @@ legs, weighted RRF over 2 x 20 hits, the trace; once bare, once with per-call op
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root
 
 from rrf_retriever.embeddings import CallableEmbedding
 from rrf_retriever.engine import HybridEngine, Leg
@@ -56,6 +57,7 @@ class InstantDenseStore(StoreBase):
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     engine = HybridEngine({"dense": InstantDenseStore(), "keyword": InstantKeywordLeg()}, top_k=10)
     for _ in range(200):
         engine.search("hello world")

@@ -1,7 +1,7 @@
 """The filter step of the in-memory BM25 store at 100k documents: the scope mask per query, side by side.
 
 Usage:
-    .venv/bin/python benchmarks/bench_filter_mask.py [--docs 100000] [--reps 200]
+    .venv/bin/python benchmarks/speed/bench_filter_mask.py [--docs 100000] [--reps 200]
 
 Compares, on the same metadata (``session_id = i % 100``, ``n = i % 1000``, ``tag`` on every 7th document):
 
@@ -24,8 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common.paths import RESULTS
 
 FILTERS: dict[str, dict[str, Any]] = {
     "shorthand 3 sessions": {"session_id": [3, 17, 42]},
@@ -96,7 +98,7 @@ def main() -> None:
               + (f"   old dict masks {base:8.3f} ms" if row["dict_masks_ms"] is not None else ""))
     print(f"ScopeIndex build at {n} docs: {build_ms} ms")
     out = {"docs": n, "reps": args.reps, "scopeindex_build_ms": build_ms, "rows": rows}
-    target = ROOT / "benchmarks" / "results" / "filter_mask.json"
+    target = RESULTS / "filter_mask.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
 

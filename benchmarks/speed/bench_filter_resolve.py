@@ -1,8 +1,8 @@
 """What a date range and a substring filter cost next to an equality filter, in every store kind.
 
 Usage:
-    .venv/bin/python benchmarks/bench_filter_resolve.py               # 10k documents (about a minute)
-    .venv/bin/python benchmarks/bench_filter_resolve.py --docs 2000
+    .venv/bin/python benchmarks/speed/bench_filter_resolve.py               # 10k documents (about a minute)
+    .venv/bin/python benchmarks/speed/bench_filter_resolve.py --docs 2000
 
 One corpus (random words, a ``session`` int of 100, a ``created_at`` datetime over two years, a ``title`` string)
 in FTS5, BM25 (bm25s), qdrant-edge dense and Qdrant local-mode dense stores; per store, the p50 of a top-10 search
@@ -20,12 +20,15 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from _data import RESULTS
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore

@@ -1,6 +1,6 @@
 """The engine's GIL head start, on and off, alone and under concurrent queries (FTS5 file + qdrant-edge).
 
-Run: .venv/bin/python benchmarks/bench_head_start.py [--docs 30000] [--queries 400]
+Run: .venv/bin/python benchmarks/speed/bench_head_start.py [--docs 30000] [--queries 400]
 
 qdrant-edge-py holds the GIL for a whole search, so ``HybridEngine`` starts that leg only once the keyword leg is
 inside SQLite (``HybridEngine._head_start``). ``bench_hybrid_speed.py`` measures what it gains for one query at a
@@ -15,16 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _data import RESULTS, PrecomputedEmbedding
-from bench_hybrid_speed import synthetic
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.speed.bench_hybrid_speed import synthetic
 from rrf_retriever.engine import HeadStart, HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore

@@ -1,8 +1,8 @@
 """Hybrid speed side by side with LangChain and LlamaIndex: p50/p95 ms per query, build time, peak memory.
 
 Usage:
-    .venv/bin/python benchmarks/bench_hybrid_speed.py                       # 100k synthetic + SciFact + ArguAna
-    .venv/bin/python benchmarks/bench_hybrid_speed.py --sizes 100000 --queries 200 --slow-queries 20
+    .venv/bin/python benchmarks/speed/bench_hybrid_speed.py                       # 100k synthetic + SciFact + ArguAna
+    .venv/bin/python benchmarks/speed/bench_hybrid_speed.py --sizes 100000 --queries 200 --slow-queries 20
 
 Every system is timed in ONE process, queries interleaved round-robin across systems after a warm-up, so machine
 noise hits all of them alike; figures are medians (p50) and p95 of wall time per ``search`` call.
@@ -36,9 +36,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _data import RESULTS, PrecomputedEmbedding, load_bundle, minilm
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.beir import load_bundle, minilm
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.engine import HeadStart, HybridEngine
 from rrf_retriever.fusion import weighted_rrf
 from rrf_retriever.types import Hit
@@ -167,12 +171,12 @@ def build(name: str, c: dict[str, Any], tmp: Path) -> tuple[Search, Any]:
     if name in systems:
         return systems[name]()
     if name == "LangChain EnsembleRetriever":
-        from _anchors import LangChainAnchor
+        from benchmarks.common.anchors import LangChainAnchor
 
         a = LangChainAnchor(ids, texts, emb, depth=TOP_K, metadatas=metas)
         return (lambda t, v, s: a.search(t, s)), a
     if name == "LlamaIndex QueryFusionRetriever":
-        from _anchors import LlamaIndexAnchor
+        from benchmarks.common.anchors import LlamaIndexAnchor
 
         a = LlamaIndexAnchor(ids, texts, vectors, emb, depth=TOP_K, metadatas=metas)
         return (lambda t, v, s: a.search(t, s)), a
@@ -338,11 +342,9 @@ def fusion_bench() -> dict[str, float]:
 
 
 def minilm_bench(n: int = 50) -> dict[str, float]:
-    from _data import DATA
+    from benchmarks.common.beir import read_beir
 
-    from rrf_retriever.evaluation import load_beir
-
-    queries = list(load_beir(DATA / "scifact", "test").queries.values())  # the texts only: no corpus embedding
+    queries = list(read_beir("scifact", "test").queries.values())  # the texts only: no corpus embedding
     model = minilm()
     for q in queries[:5]:
         model.embed_query(q)

@@ -1,6 +1,6 @@
 """How long `import rrf_retriever` (and the engine) takes, and what it pulls in.
 
-Run: .venv/bin/python benchmarks/bench_import.py [--repeat 15]
+Run: .venv/bin/python benchmarks/speed/bench_import.py [--repeat 15]
 
 Each measurement is a fresh interpreter (python -X importtime is not needed: we time the import statement itself and
 subtract an empty interpreter's start-up). Prints medians and writes benchmarks/results/import_time.json.
@@ -14,6 +14,10 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS
 
 CASES = {
     "import rrf_retriever": "import rrf_retriever",
@@ -53,7 +57,7 @@ def main() -> None:
     print(f"{'what':<48} {'median ms':>10} {'p95 ms':>8}  heavy modules loaded")
     for name, row in results.items():
         print(f"{name:<48} {row['median_ms']:>10.1f} {row['p95_ms']:>8.1f}  {', '.join(row['heavy_modules']) or '-'}")
-    out = Path(__file__).parent / "results" / "import_time.json"
+    out = RESULTS / "import_time.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
 

@@ -1,6 +1,6 @@
 """What `from rrf_retriever import EnsembleRRFRetriever` costs, part by part, and two source trees side by side.
 
-Run: .venv/bin/python benchmarks/bench_import_parts.py [--repeat 7] [--before /path/to/old/tree]
+Run: .venv/bin/python benchmarks/speed/bench_import_parts.py [--repeat 7] [--before /path/to/old/tree]
 
 Each run is a fresh interpreter with `python -X importtime`; the self times of the modules it imports are summed by
 top-level package (`rrf_retriever`, `llama_index`, `sqlalchemy`, `langsmith`, ...; the standard library's are in
@@ -20,7 +20,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS, ROOT
+
+HERE = ROOT
 CASES = {
     "EnsembleRRFRetriever (both frameworks)": "from rrf_retriever import EnsembleRRFRetriever",
     "LangChainRRFRetriever": "from rrf_retriever.langchain import LangChainRRFRetriever",
@@ -73,7 +77,7 @@ def main() -> None:
         for name, row in by_tree.items():
             shown = {k: v for i, (k, v) in enumerate(row.items()) if i < 9 or k == "rrf_retriever"}
             print(f"  {name:<7} " + "  ".join(f"{k} {v:.0f}" for k, v in shown.items()))
-    out = HERE / "benchmarks" / "results" / "import_parts.json"
+    out = RESULTS / "import_parts.json"
     out.write_text(json.dumps({"load_average": load, "repeat": args.repeat,
                                "trees": {k: str(v) for k, v in trees.items()}, "results": results}, indent=2))
 

@@ -2,7 +2,7 @@
 (embedding + both stores), fp32 and int8 MiniLM side by side, and the stores alone (precomputed vectors).
 
 Usage:
-    nice .venv/bin/python benchmarks/bench_ingest.py [--short 256] [--scifact 64] [--rounds 3]
+    nice .venv/bin/python benchmarks/speed/bench_ingest.py [--short 256] [--scifact 64] [--rounds 3]
 
 Sets (``bench_minilm_throughput.load_passages``): ``short`` = 60-word passages (~90 word pieces: the set behind
 ">= 100 passages/s"), ``scifact`` = SciFact abstracts as indexed (most cut at 256 word pieces). Per round and
@@ -18,14 +18,19 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _data import RESULTS, PrecomputedEmbedding
-from bench_minilm_throughput import load_passages
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.speed.bench_minilm_throughput import load_passages
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 
 

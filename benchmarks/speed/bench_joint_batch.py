@@ -3,7 +3,7 @@
 qdrant-edge (no rrf_retriever code in the timed loop: what one engine call could save at most).
 
 Usage:
-    .venv/bin/python benchmarks/bench_joint_batch.py [--docs 100000] [--queries 200]
+    .venv/bin/python benchmarks/speed/bench_joint_batch.py [--docs 100000] [--queries 200]
 
 One shard holds, per point, a 384-d dense vector (int8 scalar quantization, no graph: the default dense index) and
 a sparse vector (``Modifier.Idf``; ~60 Zipf-distributed term ids per document, a query of 3-6 terms); the second
@@ -19,15 +19,20 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
 import numpy as np
 import qdrant_edge as qe
-from _data import RESULTS
+
+from benchmarks.common.paths import RESULTS
 
 DIM = 384
 

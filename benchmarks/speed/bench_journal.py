@@ -1,6 +1,6 @@
 """What the write-ahead journal costs: batched adds into FTS5 (file) + qdrant-edge, with and without a journal.
 
-Run: .venv/bin/python benchmarks/bench_journal.py [--docs 10000] [--batch 100]
+Run: .venv/bin/python benchmarks/speed/bench_journal.py [--docs 10000] [--batch 100]
 
 Vectors come from the hashing embedder (embedding cost is not what is measured). Both configurations write the same
 batches into fresh stores in a temporary folder, alternating, three rounds each; prints median documents/s and the
@@ -13,10 +13,14 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
@@ -55,7 +59,7 @@ def main() -> None:
     result = {k: round(statistics.median(v), 1) for k, v in rates.items()}
     result["journal / no journal"] = round(result["journal"] / result["no journal"], 3)
     print(f"{args.docs} docs in batches of {args.batch}, docs/s (median of 3): {json.dumps(result)}")
-    out = Path(__file__).parent / "results" / "journal_cost.json"
+    out = RESULTS / "journal_cost.json"
     out.write_text(json.dumps({"docs": args.docs, "batch": args.batch, **result}, indent=2))
 
 

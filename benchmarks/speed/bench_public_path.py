@@ -2,10 +2,10 @@
 slower than the harness; what one exact scan costs here.
 
 Usage:
-    .venv/bin/python benchmarks/bench_public_path.py            # 100k synthetic + ArguAna x12 (the full run)
-    .venv/bin/python benchmarks/bench_public_path.py --quick    # 10k smoke run (~2 min on an idle machine)
-    .venv/bin/python benchmarks/bench_public_path.py --hnsw     # also the HNSW stack (its build takes minutes)
-    .venv/bin/python benchmarks/bench_public_path.py --sizes 1000000 --corpora synthetic --stacks default \\
+    .venv/bin/python benchmarks/speed/bench_public_path.py            # 100k synthetic + ArguAna x12 (the full run)
+    .venv/bin/python benchmarks/speed/bench_public_path.py --quick    # 10k smoke run (~2 min on an idle machine)
+    .venv/bin/python benchmarks/speed/bench_public_path.py --hnsw     # also the HNSW stack (its build takes minutes)
+    .venv/bin/python benchmarks/speed/bench_public_path.py --sizes 1000000 --corpora synthetic --stacks default \\
         --no-anchors --no-diagnosis   # 1M: the default stack only, built as a user would (from_texts + add_texts)
 
 Every stack is built exactly as a user builds it: ``EnsembleRRFRetriever.from_texts(texts, embedding,
@@ -15,7 +15,7 @@ through ``retriever.invoke(q, top_k=10)`` (LangChain's side: callbacks, ``Docume
 (``PrecomputedEmbedding`` answers from a table); MiniLM's own ``embed_query`` is timed apart on real queries.
 Queries are interleaved round-robin across stacks after a warm-up, so machine noise hits all alike; p50 and p95 of
 wall time. The anchors (LangChain ``EnsembleRetriever``, LlamaIndex ``QueryFusionRetriever``, from
-``benchmarks/_anchors.py``) fetch 40 per member: the depth our legs fetch at ``top_k=10`` (``fetch_k`` default
+``benchmarks/common/anchors.py``) fetch 40 per member: the depth our legs fetch at ``top_k=10`` (``fetch_k`` default
 ``max(2 * top_k, 40)``).
 
 Corpora:
@@ -58,13 +58,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from _data import DATA, RESULTS, PrecomputedEmbedding
-from bench_hybrid_speed import synthetic
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
+import numpy as np
+
+from benchmarks.common.beir import read_beir
+from benchmarks.common.embedders import PrecomputedEmbedding
+from benchmarks.common.paths import RESULTS
+from benchmarks.speed.bench_hybrid_speed import synthetic
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.engine import HeadStart, HybridEngine
-from rrf_retriever.evaluation import doc_text, load_beir
+from rrf_retriever.evaluation import doc_text
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 
 TOP_K = 10
@@ -97,7 +101,7 @@ def synthetic_corpus(n: int, n_queries: int) -> dict[str, Any]:
 
 
 def arguana_corpus(n_queries: int, copies: int = ARGUANA_COPIES) -> dict[str, Any]:
-    ds = load_beir(DATA / "arguana", "test")
+    ds = read_beir("arguana", "test")
     base_ids = list(ds.corpus)
     base_texts = [doc_text(ds.corpus[i]) for i in base_ids]
     ids = [f"{i}~{k}" for k in range(copies) for i in base_ids]
@@ -198,10 +202,10 @@ def build_stack(name: str, c: dict[str, Any], emb: Any, metas: list[dict[str, An
 
 def build_anchor(name: str, c: dict[str, Any], emb: Any, metas: list[dict[str, Any]]) -> Any:
     if name == ANCHORS[0]:
-        from _anchors import LangChainAnchor
+        from benchmarks.common.anchors import LangChainAnchor
 
         return LangChainAnchor(c["ids"], c["texts"], emb, depth=DEPTH, metadatas=metas)
-    from _anchors import LlamaIndexAnchor
+    from benchmarks.common.anchors import LlamaIndexAnchor
 
     return LlamaIndexAnchor(c["ids"], c["texts"], c["vectors"], emb, depth=DEPTH, metadatas=metas)
 
@@ -408,12 +412,12 @@ def physical_floor(n: int) -> dict[str, Any]:
 
 
 def minilm_queries(n: int) -> dict[str, Any]:
-    from _data import minilm
+    from benchmarks.common.beir import minilm
 
     model = minilm()
     out: dict[str, Any] = {}
     for name in ("scifact", "arguana"):
-        queries = list(load_beir(DATA / name, "test").queries.values())[:n]
+        queries = list(read_beir(name, "test").queries.values())[:n]
         for q in queries[:3]:
             model.embed_query(q)
         xs = [timed(lambda q=q: model.embed_query(q)) for q in queries]

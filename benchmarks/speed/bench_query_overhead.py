@@ -1,7 +1,7 @@
 """The query path's own cost on real stores, bare and with a wide filter: what validating once saves.
 
 Usage:
-    .venv/bin/python benchmarks/bench_query_overhead.py [--code DIR] [--label NAME]
+    .venv/bin/python benchmarks/speed/bench_query_overhead.py [--code DIR] [--label NAME]
 
 The default stack (both legs on qdrant-edge) over 2,000 short documents (few score ties), hashing embeddings (the model is not the
 point), ``retriever.search(query, top_k=10, ...)`` through the public path: once bare, once with a filter of a
@@ -20,7 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.paths import ROOT as REPO
 
 
 def main() -> int:
@@ -54,7 +57,7 @@ def main() -> int:
         p50, p95 = statistics.median(times), times[int(0.95 * len(times))]
         print(f"{args.label:10s} {name:12s} p50 {p50:7.3f} ms   p95 {p95:7.3f} ms")
         figures[name] = {"p50_ms": round(p50, 3), "p95_ms": round(p95, 3), "reps": args.reps}
-    out = REPO / "benchmarks" / "results" / f"query_overhead_{args.label}.json"
+    out = RESULTS / f"query_overhead_{args.label}.json"
     out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
 

@@ -1,7 +1,7 @@
 """What ordering ties by id costs one Qdrant store search: a corpus where BM25 ties everywhere.
 
 Usage:
-    .venv/bin/python benchmarks/bench_tie_cost.py [--code DIR] [--label NAME]
+    .venv/bin/python benchmarks/speed/bench_tie_cost.py [--code DIR] [--label NAME]
 
 2,000 unique texts of 10 words over a 12-word vocabulary (plus one id word each), both edge stores, one search at
 limit 40 (the default fetch depth): median of 300 in ms. ``--code DIR`` imports another tree's package (e.g. the
@@ -20,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.paths import ROOT as REPO
 
 
 def main() -> int:
@@ -54,7 +57,7 @@ def main() -> int:
             times.append((time.perf_counter() - t0) * 1000)
         figures[name] = round(statistics.median(times), 3)
         print(f"{args.label:8s} {name:12s} p50 {figures[name]:.3f} ms")
-    (REPO / "benchmarks" / "results" / f"tie_cost_{args.label}.json").write_text(json.dumps(figures) + "\n")
+    (RESULTS / f"tie_cost_{args.label}.json").write_text(json.dumps(figures) + "\n")
     return 0
 
 
