@@ -57,6 +57,14 @@ check-installs: dist
 	  rm -rf $$dir; \
 	done
 
+# Every benchmark script starts (its --help, a few minutes on a loaded machine); the benchmarks themselves take
+# minutes to hours: benchmarks/README.md lists each command, what it measures and what it writes.
+bench: $(VENV)/.installed-test
+	@for f in benchmarks/quality/*.py benchmarks/speed/*.py benchmarks/scale/*.py benchmarks/reliability/*.py; do \
+	  case $$f in */__init__.py) continue;; esac; \
+	  $(BIN)/python $$f --help >/dev/null || { echo "does not start: $$f"; exit 1; }; \
+	done; echo "every benchmark starts"
+
 # What CI runs before the tests: ruff (the project's rules) and mypy (the project's config, 0 errors).
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check rrf_retriever tests benchmarks integrations

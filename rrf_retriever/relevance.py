@@ -16,7 +16,7 @@ mean and standard deviation of the cosine between two random stored documents (:
 sample of the stored vectors), :math:`z_0` = :data:`LEVEL_Z_MIDPOINT` and :math:`s` = :data:`LEVEL_Z_SCALE`. A
 document far above the cosine two unrelated documents share (a relevant top hit's median z is 3.4-5.6 with MiniLM
 on the five shared collections) gets a level near 1; an unrelated query's top hit (z of 1-2.5) a level near 0.
-``benchmarks/bench_relevance.py`` measures it leave-one-collection-out.
+``benchmarks/quality/bench_relevance.py`` measures it leave-one-collection-out.
 
 No level evidence (no dense leg ran: keyword-only modes, a failed embedding; no background: fewer than
 :data:`MIN_BACKGROUND_VECTORS` stored vectors, or a dense store that cannot give its vectors back) gives level 1.0:
@@ -51,7 +51,7 @@ __all__ = [
 
 #: The z (top cosine over the corpus's random-pair cosines, in standard deviations) where the level is 0.5: the
 #: cutoff between unrelated and relevant top hits that minimises both errors on the five shared collections with
-#: MiniLM (2.69-2.92 chosen on any four of them, with a 256-vector sample; ``benchmarks/bench_relevance.py``).
+#: MiniLM (2.69-2.92 chosen on any four of them, with a 256-vector sample; ``benchmarks/quality/bench_relevance.py``).
 LEVEL_Z_MIDPOINT = 2.7
 #: The logistic's scale in z: level 0.7 at z = 3.04, 0.9 at z = 3.58 (a relevant MiniLM top hit's median z is 3.4-5.6).
 LEVEL_Z_SCALE = 0.4

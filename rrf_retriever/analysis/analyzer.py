@@ -67,7 +67,7 @@ DEFAULT_STOPWORDS: frozenset[str] = frozenset(
 
 #: Function words of questions put to an assistant ("How do I ...", "what does ... mean"), dropped from KEYWORD
 #: QUERIES only (never from the index, so changing the set never forces a rebuild). The set measured to cost
-#: nothing on five collections (benchmarks/bench_collections.py: SciFact and ArguAna unchanged, CACM +0.005, NPL
+#: nothing on five collections (benchmarks/quality/bench_collections.py: SciFact and ArguAna unchanged, CACM +0.005, NPL
 #: +0.003 nDCG@10), and it leaves conversational queries their content words: "How do I configure the Qdrant
 #: collection?" -> configure OR qdrant OR collection; "how do I do it?" -> no keyword query (the dense leg answers
 #: alone).

@@ -1,6 +1,6 @@
 """The int8 variant of the all-MiniLM-L6-v2 graph: built once from the fp32 weights, cached beside the fp32 graph.
 
-Recipe (chosen by ``benchmarks/bench_minilm_throughput.py``; figures in benchmarks/RESULTS.md, "Indexing
+Recipe (chosen by ``benchmarks/speed/bench_minilm_throughput.py``; figures in benchmarks/RESULTS.md, "Indexing
 throughput"): the encoder written with onnxruntime's contrib ops (``build_graph(fused=True)``: ``Attention``,
 ``SkipLayerNormalization``, ``BiasGelu``), then onnxruntime's dynamic quantisation of every weight product
 (``MatMul`` and ``Attention``'s Q/K/V projection) with signed 8-bit weights per output channel; activations are

@@ -116,7 +116,7 @@ class MiniLMEmbedding(BaseEmbeddingAdapter):
         batch_size: Texts per onnxruntime call (default 4 in fp32, 1 in int8). Small batches are faster here
             (texts are ordered by token count, so padding is small either way, and activations stay in cache):
             60-word passages on 2 cores ran at 70.9/s with batches of 4 vs 54.2/s with 32
-            (``benchmarks/bench_minilm_speed.py --batch-sizes 4 32``). int8 quantises each call's activations
+            (``benchmarks/speed/bench_minilm_speed.py --batch-sizes 4 32``). int8 quantises each call's activations
             with one scale, so a text's int8 vector depends on the texts batched with it unless batches hold
             one text (cosine ~0.99 between the two); the default of 1 keeps it a function of the text alone, as
             closely equal to fp32 as larger batches and no slower.

@@ -8,7 +8,7 @@ other thread, even one that would release the GIL inside C (SQLite), until it is
 after the other. So such a leg starts once the other legs have been called and have had
 :class:`HeadStart` ``seconds`` to reach their C code (less if they finish first); the wait for a pool thread to
 pick the other legs up is bounded (``start_wait``), never the request. Measured in
-``benchmarks/bench_hybrid_speed.py`` and ``benchmarks/bench_head_start.py``.
+``benchmarks/speed/bench_hybrid_speed.py`` and ``benchmarks/speed/bench_head_start.py``.
 
 Joint requests: active legs whose stores share a ``batch_group`` (e.g. the dense and keyword views of one Qdrant
 collection, :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`) and implement

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: The engine's RRF constant unless told otherwise: the textbook 60. Chosen with the defaults below across five
-#: collections, leave-one-collection-out (benchmarks/bench_collections.py, benchmarks/RESULTS.md): the k=2 tuned
+#: collections, leave-one-collection-out (benchmarks/quality/bench_collections.py, benchmarks/RESULTS.md): the k=2 tuned
 #: on SciFact alone lost on collections nobody tuned on (worst margin over the best anchor -0.030 vs -0.017).
 DEFAULT_HYBRID_RRF_K = 60.0
 #: Default weight of a leg by its kind (a kind not listed weighs 1.0); chosen in the same study.

@@ -22,7 +22,7 @@ Never every leg: when every weighted leg would be weighted down, the weights sta
 taken as given (the rule is off for that call), and ``update_settings(weak_legs=False)`` turns it off. The trace
 says what it did: the leg's ``note`` and ``weight``, and ``stage_counts["weak_legs"]``.
 
-Measured (benchmarks/bench_weak_leg.py, benchmarks/RESULTS.md "Never worse than the better leg"): what the rule
+Measured (benchmarks/quality/bench_weak_leg.py, benchmarks/RESULTS.md "Never worse than the better leg"): what the rule
 costs or gains on the five public collections and on collections where the dense leg is weak, and its failure cases.
 
 Example:
@@ -54,7 +54,7 @@ __all__ = ["MIN_COVERAGE", "TOP_N", "WEAK_FACTOR", "LegView", "WeakLegDecision",
 
 #: A weak leg's weight is multiplied by this: with RRF (k=60) it then moves a document of the other legs by a few
 #: places at most, and still adds the documents they did not find, after theirs. Chosen with MIN_COVERAGE
-#: leave-one-collection-out (benchmarks/bench_weak_leg.py: the pick of 20 of 22 folds).
+#: leave-one-collection-out (benchmarks/quality/bench_weak_leg.py: the pick of 20 of 22 folds).
 WEAK_FACTOR = 0.05
 #: A dense leg that reads less than this share (median) of the top documents is weak (long documents).
 MIN_COVERAGE = 0.6

@@ -1,1 +1,1 @@
-"""Reliability and security: bad input, faults, crashes, load, scope isolation (fast profile; soak in benchmarks/soak.py)."""
+"""Reliability and security: bad input, faults, crashes, load, scope isolation (fast profile; soak in benchmarks/reliability/soak.py)."""

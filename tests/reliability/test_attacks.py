@@ -1,4 +1,4 @@
-"""The attacks of "Trust, round 4" (tests/reliability/attacks.py), one round each; the soak (`benchmarks/soak.py`)
+"""The attacks of "Trust, round 4" (tests/reliability/attacks.py), one round each; the soak (`benchmarks/reliability/soak.py`)
 runs the same attacks at length. The attacks in ``PENDING`` (their fix not on this branch yet) are not run."""
 
 from __future__ import annotations

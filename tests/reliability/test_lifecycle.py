@@ -1,4 +1,4 @@
-"""Lifecycle attacks on the on-disk default stack (fast profile of benchmarks/soak.py's lifecycle workload):
+"""Lifecycle attacks on the on-disk default stack (fast profile of benchmarks/reliability/soak.py's lifecycle workload):
 KeyboardInterrupt mid-write, fork after open, close() under load, many short-lived threads."""
 
 from __future__ import annotations

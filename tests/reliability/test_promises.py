@@ -1,5 +1,5 @@
 """The README's promises under attack (tests/reliability/promises.py), one round at a small size; the soak
-(`benchmarks/soak.py`) runs the same checks at length."""
+(`benchmarks/reliability/soak.py`) runs the same checks at length."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workloads shared by the reliability tests (fast profile) and ``benchmarks/soak.py`` (the long one).
+"""Workloads shared by the reliability tests (fast profile) and ``benchmarks/reliability/soak.py`` (the long one).
 
 Each ``run_*`` function does real work on real stores and returns a small dict of figures; the caller (a test
 or the soak) asserts on them. Nothing here mocks a store: FTS5, bm25s, Qdrant local mode and qdrant-edge run for

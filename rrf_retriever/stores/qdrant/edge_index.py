@@ -44,7 +44,7 @@ INT8_OVERSAMPLING = 2.0
 GRAPH_KIND = "int8-hnsw"
 #: The shard size at which an int8 shard grows its HNSW graph by itself (``graph_points`` of the dense edge store).
 #: At 100k points the int8 scan alone takes ~3.8 ms of a query's 5 ms here, the graph's walk ~1.4 ms; growing the
-#: graph costs 12-19 s once, later adds 7-44% more (benchmarks/bench_graph_threshold.py; RESULTS.md "Scale").
+#: graph costs 12-19 s once, later adds 7-44% more (benchmarks/scale/bench_graph_threshold.py; RESULTS.md "Scale").
 GRAPH_POINTS = 100_000
 #: Qdrant's ``full_scan_threshold`` (kilobytes of vectors) of the graph kinds: a filter scope below it is scanned.
 FULL_SCAN_KB = 50_000

@@ -42,7 +42,7 @@ class _OnEdge(QdrantStore):
     """What a store on qdrant-edge shows of its shard."""
 
     backend: EdgeBackend
-    #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/bench_leg_overlap.py), so no other
+    #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/speed/bench_leg_overlap.py), so no other
     #: Python thread runs meanwhile: the engine starts this leg after the others are under way.
     holds_gil: bool = True
 

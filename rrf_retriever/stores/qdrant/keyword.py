@@ -28,7 +28,8 @@ So ``score(q, d) = sum over t in q of qtf(t) * idf(t) * tf(t,d) * (k1 + 1) / (tf
 BM25 (Robertson's form; bm25s's "lucene" form drops the constant factor ``k1 + 1``, so its scores are ours
 divided by ``k1 + 1`` and the rankings are the same). Equal scores are returned in id order on both engines.
 
-Where it differs from exact BM25 (``benchmarks/bench_sparse_parity.py``, ``benchmarks/results/sparse_parity.json``):
+Where it differs from exact BM25 (``benchmarks/quality/bench_sparse_parity.py``,
+``benchmarks/results/sparse_parity.json``):
 
 1. ``avgdl`` is a constant saved with the collection, not the mean of today's corpus. It is frozen at the first
    write (the mean analyzed length of the first batch with any term, its term-less documents included as bm25s

@@ -29,7 +29,7 @@ __all__ = ["RESOLVE_PAGE", "by_key", "resolve_steps"]
 
 #: Points per scroll page of a resolution (only the key's payload path travels). Larger than ``ids_matching``'s
 #: pages: qdrant-client's local mode walks the collection again for each page (512: 7.6 s for 10k points, 4096:
-#: 1.6 s; benchmarks/bench_filter_resolve.py).
+#: 1.6 s; benchmarks/speed/bench_filter_resolve.py).
 RESOLVE_PAGE = 4096
 
 

@@ -1,5 +1,5 @@
 """qdrant-edge search speed settings: the dense shard's index kind and automatic optimize, and the keyword shard's
-live IDF asked for only while deleted points await a vacuum (benchmarks/bench_public_path.py measures both)."""
+live IDF asked for only while deleted points await a vacuum (benchmarks/speed/bench_public_path.py measures both)."""
 
 from __future__ import annotations
 
