@@ -1,6 +1,7 @@
 """The full filter language in the FTS5 store: the schema 2 -> 3 migration (presence rows for
 ``$exists``), the 3 -> 4 one (date rows), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
-regressions found while building it. The random exactness property is in ``test_filter_property.py``."""
+regressions found while building it. The random exactness property is in
+``tests/unit/stores/test_base_filter_property.py``."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
 def test_new_filter_keys_on_the_query_path_build_a_bounded_number_of_payload_indexes(tmp_path: Path) -> None:
     # An attacker (or a careless client) sending 100 different filter keys used to build 100 persistent indexes on
     # the query path, stalling every other query; now at most max_auto_indexes are built there (and only on keys
-    # documents hold: tests/unit/stores/qdrant/test_index_budget.py).
+    # documents hold: tests/unit/stores/qdrant/test_common_index_budget.py).
     with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, max_auto_indexes=4) as store:
         store.add([f"d{i}" for i in range(20)], [f"text {i}" for i in range(20)],
                   [{"s": i % 3, **{f"key{n}": 0 for n in range(i * 5, i * 5 + 5)}} for i in range(20)])
