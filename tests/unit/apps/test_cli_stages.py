@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rrf_retriever.apps.cli import app, parse_dense_paths
+from rrf_retriever.apps.cli import app
+from rrf_retriever.apps.cli_options import parse_dense_paths
 
 runner = CliRunner()
 DOCS = [{"id": f"d{i}", "text": f"backup restore note {i // 3} copy {i % 3}",

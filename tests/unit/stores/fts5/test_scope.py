@@ -13,7 +13,8 @@ import pytest
 from rrf_retriever import InvalidFilterError
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
-from rrf_retriever.stores.fts5.sql import ranked_sql, scope_sql
+from rrf_retriever.stores.fts5.scope import scope_sql
+from rrf_retriever.stores.fts5.sql import ranked_sql
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 METAS = {
