@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.llama_index import RRFLlamaIndexEmbedding

@@ -170,7 +170,7 @@ def test_no_module_is_over_the_size_limit() -> None:
 def _private_imports(path: Path) -> Iterator[str]:
     for node in _imports(_parse(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in {
-            "rrf_retriever", "benchmarks", "tests",
+            "rrf_retriever", "benchmarks", "tests", "integrations",
         }:
             for alias in node.names:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
@@ -179,7 +179,7 @@ def _private_imports(path: Path) -> Iterator[str]:
             module = node.module if isinstance(node, ast.ImportFrom) else None
             names = [module] if module else [alias.name for alias in node.names]
             for name in names:
-                if (name and name.split(".")[0] in {"rrf_retriever", "benchmarks", "tests"}
+                if (name and name.split(".")[0] in {"rrf_retriever", "benchmarks", "tests", "integrations"}
                         and any(part.startswith("_") and not part.startswith("__") for part in name.split("."))):
                     yield f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
 
