@@ -20,7 +20,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnablePassthrough
 
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 
 PROMPT = ChatPromptTemplate.from_messages(

@@ -16,7 +16,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import Document as LlamaDocument
 
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever.apps.service import API_KEY_ENV, create_app
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from rrf_retriever.lazy import lazy_attribute
 
 if TYPE_CHECKING:
-    from rrf_retriever.analysis.analyzer import Analyzer, tokenize
+    from rrf_retriever.analysis.analyzer import Analyzer
+    from rrf_retriever.analysis.languages import tokenize
     from rrf_retriever.embeddings import (
         EmbeddingAdapter,
         HashingEmbedding,
@@ -70,7 +71,7 @@ _LAZY: dict[str, str] = {
     "normalize_scores": "rrf_retriever.fusion",
     "Analyzer": "rrf_retriever.analysis.analyzer",
     "build_match_query": "rrf_retriever.stores.fts5.match",
-    "tokenize": "rrf_retriever.analysis.analyzer",
+    "tokenize": "rrf_retriever.analysis.languages",
     "Hit": "rrf_retriever.types",
     "FusedHit": "rrf_retriever.types",
     "Record": "rrf_retriever.types",

@@ -1,6 +1,6 @@
 """Names a package re-exports lazily (PEP 562): the module holding a name is imported on its first lookup, so
-importing the package stays light. Used by ``rrf_retriever``, ``rrf_retriever.langchain`` and
-``rrf_retriever.llama_index``.
+importing the package stays light. Used by ``rrf_retriever``, ``rrf_retriever.stores``, ``rrf_retriever.langchain``
+and ``rrf_retriever.llama_index``.
 
 Example:
     >>> namespace: dict[str, object] = {}

@@ -8,8 +8,8 @@
   ``depth``; ``llm=MockLLM()`` (``num_queries=1`` never calls it). Nodes carry the cached vectors, so nothing is
   re-embedded.
 
-The query side of both goes through our embedder's framework views (``.as_langchain()`` /
-``.as_llama_index()``) over :class:`benchmarks._data.PrecomputedEmbedding`, which answers with the cached
+The query side of both goes through our embedder's framework views (``RRFLangChainEmbeddings`` /
+``RRFLlamaIndexEmbedding``) over :class:`benchmarks._data.PrecomputedEmbedding`, which answers with the cached
 MiniLM query vectors (so query-embedding time is excluded from retrieval timings, and identical for all).
 
 Each anchor is an object with ``search(query, filter_session=None) -> list[doc_id]`` (best first).
@@ -53,13 +53,17 @@ class LangChainAnchor:
         from langchain_qdrant import QdrantVectorStore
         from qdrant_client import QdrantClient, models
 
+        from rrf_retriever.langchain import RRFLangChainEmbeddings
+
         metas = [{**(metadatas[i] if metadatas else {}), "doc_id": ids[i]} for i in range(len(ids))]
         self.client = QdrantClient(location=":memory:")
         dim = int(embedding.dimension)
         self.client.create_collection(
             "lc", vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
         )
-        self.store = QdrantVectorStore(client=self.client, collection_name="lc", embedding=embedding.as_langchain())
+        self.store = QdrantVectorStore(
+            client=self.client, collection_name="lc", embedding=RRFLangChainEmbeddings(embedding)
+        )
         self.store.add_texts(list(texts), metadatas=metas, ids=[_uuid(i) for i in ids], batch_size=256)
         self.bm25 = BM25Retriever.from_texts(list(texts), metadatas=metas, k=depth)
         self.depth = depth
@@ -114,6 +118,8 @@ class LlamaIndexAnchor:
         from llama_index.core.schema import TextNode
         from llama_index.retrievers.bm25 import BM25Retriever
 
+        from rrf_retriever.llama_index import RRFLlamaIndexEmbedding
+
         nodes = [
             TextNode(
                 id_=ids[i], text=texts[i], embedding=vectors[i].tolist(),
@@ -121,7 +127,7 @@ class LlamaIndexAnchor:
             )
             for i in range(len(ids))
         ]
-        self.embed_model = embedding.as_llama_index()
+        self.embed_model = RRFLlamaIndexEmbedding(embedding)
         self.index = VectorStoreIndex(nodes=nodes, embed_model=self.embed_model, show_progress=False)
         self.nodes = nodes
         self.depth = depth

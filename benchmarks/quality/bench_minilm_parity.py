@@ -127,7 +127,7 @@ def run_compare() -> None:
     seconds = time.perf_counter() - start
     singles = np.asarray([model.embed_query(t) for t in texts[:50]], dtype=np.float32)
     diff = np.abs(ours - st_vectors)
-    tokens = [len(model._tokenizer.encode(t).ids) for t in texts]
+    tokens = [len(model.tokenizer.encode(t).ids) for t in texts]
     long_rows = [i for i, n in enumerate(tokens) if n >= 256]
     result = {
         "texts": len(texts),

@@ -169,15 +169,16 @@ def gil_experiment() -> dict[str, Any]:
     ids = list(ds.corpus)
     store = QdrantEdgeKeywordStore()
     store.add(ids, [doc_text(ds.corpus[i]) for i in ids])
-    shard, qe = store._shard, store._qe  # the engine call alone, without our Python around it
+    # The backend's search primitive: the engine call with only its request built around it (no scope, no hits).
+    from rrf_retriever.stores.qdrant.backend import SparseQuery
     from rrf_retriever.stores.qdrant.sparse_values import query_vector
 
+    backend = store.backend
     requests = []
     for q in ds.queries.values():
         indices, values = query_vector(store.analyzer.analyze_query(q))
         if indices:
-            query = qe.Query.Nearest(qe.SparseVector(indices, values), using="bm25")
-            requests.append(qe.QueryRequest(limit=FETCH, query=query, with_payload=True))
+            requests.append(SparseQuery(indices, values, FETCH, live_idf=False))
 
     def timed(fn: Any) -> float:
         t0 = time.perf_counter()
@@ -186,7 +187,7 @@ def gil_experiment() -> dict[str, Any]:
 
     def search() -> None:
         for request in requests:
-            shard.query(request)
+            backend.search(None, request)
 
     block = b"x" * 1_000_000
     per_hash = timed(lambda: [hashlib.sha256(block).digest() for _ in range(50)]) / 50

@@ -39,7 +39,6 @@ from rrf_retriever.analysis.languages import (
     language_name,
     normalize,
     stemmer,
-    tokenize,
     words,
 )
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
@@ -48,14 +47,11 @@ from rrf_retriever.validate import check_int
 __all__ = [
     "CONVERSATIONAL_STOPWORDS",
     "DEFAULT_STOPWORDS",
-    "LANGUAGE_DEFAULT",
     "MAX_QUERY_TERMS",
     "Analyzer",
     "as_analyzer",
     "default_analyzer",
-    "normalize",
     "saved_config",
-    "tokenize",
 ]
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words): small and conservative, and the set the
@@ -259,7 +255,8 @@ class Analyzer:
         return cjk_bigrams(text) if self.cjk_bigrams else text
 
     def tokenize(self, text: str) -> list[str]:
-        """Every token of ``text`` (see :func:`tokenize`; CJK runs as bigrams), stopwords included."""
+        """Every token of ``text`` (see :func:`~rrf_retriever.analysis.languages.tokenize`; CJK runs as bigrams),
+        stopwords included."""
         return words(self.normalize(text))
 
     def terms(self, text: str) -> list[str]:

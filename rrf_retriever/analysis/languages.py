@@ -2,7 +2,7 @@
 small stopword lists. Pure (no I/O); :mod:`rrf_retriever.analysis.analyzer` builds the analyzer on it.
 
 * :func:`normalize` (NFKC, lower case, Latin diacritics folded as FTS5's ``unicode61 remove_diacritics 2`` does) and
-  :func:`tokenize` (runs of Unicode letters and digits), re-exported by :mod:`rrf_retriever.analysis.analyzer`.
+  :func:`tokenize` (runs of Unicode letters and digits); ``rrf_retriever.tokenize`` is this one.
 
 * :data:`LANGUAGES`: the Snowball stemmers PyStemmer ships (its ``porter`` is English, the default), reachable by
   name or ISO 639-1 code (``"de"`` -> ``"german"``) through :func:`language_name`. :data:`CJK_LANGUAGES` (their

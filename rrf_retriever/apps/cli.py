@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_dependency(exc.name or "typer", "cli", "the rrf-retriever command") from exc
 
 from rrf_retriever.apps.cli_help import CliGroup, CliTyper
-from rrf_retriever.apps.cli_options import check_host, check_port, parse_dense_paths, parse_filters, search_options
+from rrf_retriever.apps.cli_options import check_host, check_port, search_options
 from rrf_retriever.apps.console import (
     UsageError,
     check_beir_files,
@@ -49,7 +49,7 @@ from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIG
 from rrf_retriever.errors import RRFRetrieverError
 from rrf_retriever.metadata import public_result_dict
 
-__all__ = ["app", "iter_documents", "main", "parse_dense_paths", "parse_filters"]
+__all__ = ["app", "main"]
 
 EXIT_USAGE = 2
 

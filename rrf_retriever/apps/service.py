@@ -30,9 +30,9 @@ CDN assets, served without the key: :mod:`rrf_retriever.apps.service_docs`; no `
   422 with its message). An empty any-of list matches nothing: ``{"filter": {"session_id": []}}`` returns no hits.
   ``weights`` are per-call, by source name (as the trace names them).
 - ``POST /documents`` with ``{"documents": [{"id": str, "text": str, "metadata": {...}}, ...]}`` (1 to
-  :data:`MAX_DOCUMENTS_PER_REQUEST` per request) -> ``{"ids": [...]}``: an upsert into every store through the
-  engine's write-ahead journal (all or nothing across stores). ``DELETE /documents`` with ``{"ids": [...]}`` ->
-  ``{"ids": [...]}`` (missing ids are no error). So one process serves and writes an index; with
+  :data:`~rrf_retriever.apps.service_models.MAX_DOCUMENTS_PER_REQUEST` per request) -> ``{"ids": [...]}``: an upsert
+  into every store through the engine's write-ahead journal (all or nothing across stores). ``DELETE /documents`` with
+  ``{"ids": [...]}`` -> ``{"ids": [...]}`` (missing ids are no error). So one process serves and writes an index; with
   ``index_path`` (``rrf-retriever serve`` passes it) the manifest's ``doc_count`` is refreshed after each write.
 - ``GET /health`` -> ``{"status": "ok", "documents": {...}}`` (never needs the API key).
 
@@ -110,7 +110,6 @@ from rrf_retriever.apps.service_guards import (
     validation_error,
 )
 from rrf_retriever.apps.service_models import (
-    MAX_DOCUMENTS_PER_REQUEST,
     MAX_QUERY_CHARS,
     AddDocuments,
     DeleteDocuments,
@@ -119,9 +118,6 @@ from rrf_retriever.apps.service_models import (
     SettingsPatch,
     SettingsView,
     WrittenIds,
-)
-from rrf_retriever.apps.service_models import (
-    DocumentIn as DocumentIn,  # re-exported (a public name of this module before the split)
 )
 from rrf_retriever.engine import MAX_TOP_K, HybridEngine
 from rrf_retriever.engine.options import SearchOptions
@@ -134,12 +130,6 @@ __all__ = [
     "API_KEY_ENV",
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_MAX_BODY",
-    "MAX_DOCUMENTS_PER_REQUEST",
-    "AddDocuments",
-    "DeleteDocuments",
-    "SearchRequest",
-    "SettingsPatch",
-    "SettingsView",
     "create_app",
 ]
 

@@ -1,5 +1,5 @@
-"""The request and response models of the settings service (:mod:`rrf_retriever.apps.service`), which
-re-exports them: import them from there.
+"""The request and response models of the settings service (:mod:`rrf_retriever.apps.service`); their one home
+(the service imports them from here).
 """
 
 from __future__ import annotations

@@ -27,18 +27,12 @@ from rrf_retriever.embeddings.adapters import (
     LlamaIndexEmbeddingAdapter,
     as_embedding,
 )
-from rrf_retriever.embeddings.base import (
-    PROGRESS_THRESHOLD,
-    BaseEmbeddingAdapter,
-    CallableEmbedding,
-    EmbeddingAdapter,
-)
+from rrf_retriever.embeddings.base import BaseEmbeddingAdapter, CallableEmbedding, EmbeddingAdapter
 from rrf_retriever.embeddings.cache import cached_embed_documents
 from rrf_retriever.embeddings.hashing import HashingEmbedding
 from rrf_retriever.embeddings.minilm import MiniLMEmbedding, default_cache_dir
 
 __all__ = [
-    "PROGRESS_THRESHOLD",
     "BaseEmbeddingAdapter",
     "CallableEmbedding",
     "EmbeddingAdapter",

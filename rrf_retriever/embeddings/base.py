@@ -5,6 +5,8 @@ Every dense store keeps an :class:`EmbeddingAdapter` as ``store.embedding``; the
 all models: input checks, batching, output checks (count, dimension, finite values), the progress bar, the async
 twins, and turning an exception inside the model into an :class:`~rrf_retriever.errors.EmbeddingError` chained to
 it (:func:`embedding_error`, the one place that wording lives). :class:`CallableEmbedding` wraps a plain callable.
+A framework's view of a model lives in that framework's package (this module imports none):
+:class:`rrf_retriever.langchain.RRFLangChainEmbeddings` and :class:`rrf_retriever.llama_index.RRFLlamaIndexEmbedding`.
 
 Example:
     >>> CallableEmbedding(lambda texts: [[1.0, 0.0] for _ in texts]).embed_query("hello")
@@ -27,12 +29,11 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     RRFRetrieverError,
 )
-from rrf_retriever.progress import PROGRESS_THRESHOLD, ProgressBar, progress_bar
+from rrf_retriever.progress import ProgressBar, progress_bar
 from rrf_retriever.validate import check_str
 from rrf_retriever.vectors import to_float_vectors
 
 __all__ = [
-    "PROGRESS_THRESHOLD",
     "BaseEmbeddingAdapter",
     "CallableEmbedding",
     "EmbeddingAdapter",
@@ -281,22 +282,6 @@ class BaseEmbeddingAdapter:
         with self._model_errors():
             raw = await self._aembed_one_query(query)
         return self._check_vectors([raw], 1)[0]
-
-    # -- framework views: the classes live in the framework packages (framework imports only there), imported
-    # on first use so that importing this module loads no framework ----------------------------------------
-    def as_langchain(self) -> Any:
-        """This model as a LangChain ``Embeddings``: :class:`rrf_retriever.langchain.RRFLangChainEmbeddings`
-        (needs ``langchain-core``, extra ``langchain``)."""
-        from rrf_retriever.langchain.embeddings import RRFLangChainEmbeddings
-
-        return RRFLangChainEmbeddings(self)
-
-    def as_llama_index(self) -> Any:
-        """This model as a LlamaIndex ``BaseEmbedding``: :class:`rrf_retriever.llama_index.RRFLlamaIndexEmbedding`
-        (needs ``llama-index-core``, extra ``llama-index``)."""
-        from rrf_retriever.llama_index.embeddings import RRFLlamaIndexEmbedding
-
-        return RRFLlamaIndexEmbedding(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, dimension={self.dimension})"

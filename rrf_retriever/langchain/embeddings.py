@@ -1,4 +1,4 @@
-"""Our embedding models as a LangChain ``Embeddings`` (what ``adapter.as_langchain()`` returns).
+"""Our embedding models as a LangChain ``Embeddings`` (``RRFLangChainEmbeddings(model)``).
 
 A LangChain vector store or chain can then embed with the same model as the retriever (MiniLM offline, hashing in
 tests, any adapter). :func:`~rrf_retriever.embeddings.as_embedding` unwraps the view (``rrf_adapter``) instead of

@@ -1,4 +1,4 @@
-"""Our embedding models as a LlamaIndex ``BaseEmbedding`` (what ``adapter.as_llama_index()`` returns).
+"""Our embedding models as a LlamaIndex ``BaseEmbedding`` (``RRFLlamaIndexEmbedding(model)``).
 
 A LlamaIndex index or query engine can then embed with the same model as the retriever (MiniLM offline, hashing
 in tests, any adapter). :func:`~rrf_retriever.embeddings.as_embedding` unwraps the view (``rrf_adapter``) instead

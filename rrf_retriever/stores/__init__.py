@@ -6,8 +6,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from rrf_retriever.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from rrf_retriever.stores.base import DenseStore, KeywordStore
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
         QdrantKeywordStore,
     )
 
-_LAZY = {
+_LAZY: dict[str, str] = {
     "DenseStore": "rrf_retriever.stores.base",
     "KeywordStore": "rrf_retriever.stores.base",
     "FTS5KeywordStore": "rrf_retriever.stores.fts5.store",
@@ -35,11 +36,7 @@ __all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'rrf_retriever.stores' has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(module), name)
+    return lazy_attribute(__name__, _LAZY, name, globals())
 
 
 def __dir__() -> list[str]:

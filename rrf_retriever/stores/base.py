@@ -23,16 +23,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.types import Hit, Record
 
 __all__ = ["BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "KnowsDimension", "SearchRequest", "StoreBase",
-           "VectorSource", "WritesThrough"]
+           "VectorSource", "WritesThrough", "in_thread"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -238,8 +240,9 @@ class SearchRequest:
     exclude_ids: frozenset[str] = frozenset()
 
 
-async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never pay its import)."""
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never pay its import); every store's
+    async twin that runs its sync method in a worker thread goes through it."""
     import asyncio
 
     return await asyncio.to_thread(fn, *args, **kwargs)
@@ -262,16 +265,16 @@ class StoreBase:
         self.close()
 
     async def aadd(self, *args: Any, **kwargs: Any) -> None:
-        await _in_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
+        await in_thread(self.add, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def adelete(self, ids: Sequence[str]) -> None:
-        await _in_thread(self.delete, ids)  # type: ignore[attr-defined]  # mixin: stores define it
+        await in_thread(self.delete, ids)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def aget(self, ids: Sequence[str], **kwargs: Any) -> list[Record]:
-        return await _in_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
+        return await in_thread(self.get, ids, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def acount(self) -> int:
-        return await _in_thread(self.count)  # type: ignore[attr-defined]  # mixin: stores define it
+        return await in_thread(self.count)  # type: ignore[attr-defined]  # mixin: stores define it
 
     async def asearch(self, *args: Any, **kwargs: Any) -> list[Hit]:
-        return await _in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
+        return await in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it

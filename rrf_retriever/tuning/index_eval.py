@@ -34,7 +34,7 @@ from rrf_retriever.tuning.judged_input import judged_queries
 from rrf_retriever.tuning.metrics import metric_value, parse_metric
 from rrf_retriever.validate import MAX_TOP_K
 
-__all__ = ["DEFAULT_METRICS", "IndexEvaluation", "evaluate_index", "ranking_depth"]
+__all__ = ["IndexEvaluation", "evaluate_index", "ranking_depth"]
 
 #: One judged query: ``(query_id, text, filter, exclude_ids)``.
 

@@ -8,9 +8,10 @@ from langchain_core.documents import Document
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.llama_index import RRFLlamaIndexEmbedding
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 
@@ -20,7 +21,7 @@ def _sources():  # type: ignore[no-untyped-def]
     docs = [Document(id=doc_id, page_content=text, metadata=meta) for doc_id, text, meta in NOTES]
     lc_bm25 = BM25Retriever.from_documents(docs, k=4)
     nodes = [TextNode(id_=doc_id, text=text, metadata=meta) for doc_id, text, meta in NOTES]
-    li_vector = VectorStoreIndex(nodes, embed_model=HashingEmbedding(32).as_llama_index()).as_retriever(
+    li_vector = VectorStoreIndex(nodes, embed_model=RRFLlamaIndexEmbedding(HashingEmbedding(32))).as_retriever(
         similarity_top_k=4
     )
     return lc_bm25, li_vector

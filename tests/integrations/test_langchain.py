@@ -15,7 +15,7 @@ from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from integrations import langchain_rag_chain
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS

@@ -16,7 +16,7 @@ from llama_index.core.retrievers import BaseRetriever as LlamaIndexBaseRetriever
 from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from integrations import llamaindex_query_engine
-from integrations._corpus import NOTES
+from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.llama_index.retriever import RRFRetrievalTraceEvent

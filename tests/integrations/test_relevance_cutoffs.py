@@ -17,7 +17,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 from rrf_retriever.langchain import RRFVectorStore as LangChainStore
-from rrf_retriever.llama_index import RRFVectorStore
+from rrf_retriever.llama_index import RRFLlamaIndexEmbedding, RRFVectorStore
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +49,7 @@ def model() -> MiniLMEmbedding:
 
 
 def test_llama_index_default_retriever_and_similarity_cutoff(model: MiniLMEmbedding) -> None:
-    embed_model = model.as_llama_index()
+    embed_model = RRFLlamaIndexEmbedding(model)
     store = RRFVectorStore()
     VectorStoreIndex.from_documents([Document(id_=k, text=t) for k, t in KB.items()],
                                     storage_context=StorageContext.from_defaults(vector_store=store),

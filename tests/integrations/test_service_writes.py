@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from rrf_retriever.apps.service import MAX_DOCUMENTS_PER_REQUEST, create_app
+from rrf_retriever.apps.service import create_app
+from rrf_retriever.apps.service_models import MAX_DOCUMENTS_PER_REQUEST
 from rrf_retriever.index.directory import create_index, open_index
 from rrf_retriever.index.manifest import read_manifest
 from tests.integrations.server_helpers import running_server

@@ -1,4 +1,4 @@
-"""The lazy re-exports of the three packages: a name loads its module once, an unknown name is AttributeError."""
+"""The lazy re-exports of the four packages: a name loads its module once, an unknown name is AttributeError."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import pytest
 import rrf_retriever
 import rrf_retriever.langchain
 import rrf_retriever.llama_index
+import rrf_retriever.stores
 from rrf_retriever.lazy import lazy_attribute
 
 
-@pytest.mark.parametrize("package", [rrf_retriever, rrf_retriever.langchain, rrf_retriever.llama_index])
+@pytest.mark.parametrize("package", [rrf_retriever, rrf_retriever.stores, rrf_retriever.langchain,
+                                     rrf_retriever.llama_index])
 def test_every_exported_name_loads_and_an_unknown_one_is_an_attribute_error(package: object) -> None:
     for name in package.__all__:  # type: ignore[attr-defined]  # a module object's __all__
         assert getattr(package, name) == getattr(package, name)  # loads (__version__ is read each time)

@@ -69,12 +69,13 @@ def test_py_typed_marker_is_shipped() -> None:
     assert (Path(rrf_retriever.__file__).parent / "py.typed").is_file()
 
 
-def test_every_lazy_name_exists_in_its_module() -> None:
+def test_every_exported_name_is_the_object_its_home_module_defines() -> None:
     import importlib
 
-    for name, module in rrf_retriever._LAZY.items():
-        assert hasattr(importlib.import_module(module), name), f"{module} has no {name}"
-        assert getattr(rrf_retriever, name) is getattr(importlib.import_module(module), name)
+    for name in (n for n in rrf_retriever.__all__ if n != "__version__"):
+        obj = getattr(rrf_retriever, name)
+        home = importlib.import_module(obj.__module__)
+        assert getattr(home, obj.__name__) is obj, f"rrf_retriever.{name} is not {obj.__module__}.{obj.__name__}"
 
 
 #: What the retriever class never needs at import: store backends, model runtimes, apps, the vector stores.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 
 import pytest
 from langchain_core.documents import Document
@@ -37,10 +36,11 @@ def test_llamaindex_instance_state_is_declared_and_excluded_from_serialisation()
     assert "callback_manager" not in dumped and "object_map" not in dumped and "engine" not in dumped
 
 
-def test_aretrieve_parameter_is_named_query_bundle() -> None:
-    assert list(inspect.signature(EnsembleRRFRetriever._aretrieve).parameters)[1] == "query_bundle"
+def test_llamaindex_aretrieve_reaches_ours_by_its_keyword() -> None:
+    # LlamaIndex's public aretrieve calls the subclass hook as _aretrieve(query_bundle=...): a hook whose parameter
+    # had another name would raise TypeError here.
     r = EnsembleRRFRetriever(sources={"x": AsyncOnlyLeg()})
-    nodes = asyncio.run(r._aretrieve(query_bundle=QueryBundle("q")))
+    nodes = asyncio.run(r.aretrieve(QueryBundle("q")))
     assert [n.node.node_id for n in nodes] == ["a"]
 
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, StoreError
 from rrf_retriever.stores.fts5 import sql
+from rrf_retriever.stores.fts5.scope import scope_rows, scope_table_sql
 
 __all__ = ["check_saved", "create", "migrate", "parse_saved", "read_saved"]
 
@@ -92,14 +93,14 @@ def migrate(conn: sqlite3.Connection, table: str, tables: sql.Tables, path: str,
         # rows of $exists, schema 3's the date rows of date ranges: rebuild it from the JSON (the documents
         # themselves are untouched).
         conn.execute(f"DROP TABLE {t.scope}")
-        for statement in sql.scope_table_sql(table):
+        for statement in scope_table_sql(table):
             conn.execute(statement)
         last = 0
         while rows := conn.execute(
             f"SELECT rowid, metadata FROM {t.docs} WHERE rowid > ? ORDER BY rowid LIMIT 1000", (last,)
         ).fetchall():
             try:
-                scope = [(r, *row) for r, meta in rows for row in sql.scope_rows(json.loads(meta))]
+                scope = [(r, *row) for r, meta in rows for row in scope_rows(json.loads(meta))]
             except (ValueError, TypeError, AttributeError) as exc:
                 msg = f"cannot migrate {path!r}: a stored metadata is not a JSON object ({exc})"
                 raise StoreError(msg) from exc

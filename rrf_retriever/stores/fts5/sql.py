@@ -19,15 +19,13 @@ Layout inside one SQLite file (``t`` is the table prefix, default ``rrf``; :data
   NUMERIC affinity: SQLite stored ``"042"``, ``" 42"`` and ``"4.2e1"`` as the integer 42. Schema 3 added a
   presence row per key for ``$exists``, schema 4 a date row per ISO 8601 date string (``d``: its instant in
   microseconds). An index of schema 1, 2 or 3 is migrated when opened: the table of
-  :func:`scope_table_sql` is rebuilt from the stored metadata JSON.) The filter compiler and the rows are in
-  :mod:`rrf_retriever.stores.fts5.scope`.
+  :func:`~rrf_retriever.stores.fts5.scope.scope_table_sql` is rebuilt from the stored metadata JSON.) The filter
+  compiler and the rows are in :mod:`rrf_retriever.stores.fts5.scope`.
 * ``t_meta``: schema version, analyzer config, fields, field weights and the document count.
 
 Example:
-    >>> from rrf_retriever.scope.parse import normalize_filter
-    >>> sql, params = scope_sql(normalize_filter({"session_id": "42"}), frozenset({"d1"}))
-    >>> "json_each" in sql and params[:2]
-    ['session_id', 's']
+    >>> schema_sql("rrf", ["text"])[0].split("(")[0]
+    'CREATE TABLE rrf_docs '
 """
 
 from __future__ import annotations
@@ -47,9 +45,7 @@ from rrf_retriever.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-
-# The scope side table and the filter compiler live in fts5_scope; re-exported here, where callers found them.
-from rrf_retriever.stores.fts5.scope import scope_rows, scope_sql, scope_table_sql, scope_value, where_sql
+from rrf_retriever.stores.fts5.scope import scope_table_sql
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -66,14 +62,9 @@ __all__ = [
     "fts_token",
     "ranked_sql",
     "schema_sql",
-    "scope_rows",
-    "scope_sql",
-    "scope_table_sql",
-    "scope_value",
     "split_by_idf",
     "store_error",
     "tokenizer_for",
-    "where_sql",
 ]
 
 #: The schema written by this version. 1 -> 2: the scope table's ``value`` column lost its NUMERIC affinity.
@@ -228,8 +219,9 @@ def ranked_sql(table: str, weights: Sequence[float], scope: str = "") -> str:
 
     Unscoped, FTS5 ranks alone and only the top rows are joined to their text: the inner cut is by rowid among
     equal scores, so the caller asks for more rows than it keeps until the cut falls between two scores (see
-    :meth:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore.search`); scoped (``scope`` from :func:`scope_sql`),
-    the join comes first because the exclusions and the filter need it.
+    :meth:`~rrf_retriever.stores.fts5.store.FTS5KeywordStore.search`); scoped (``scope`` from
+    :func:`~rrf_retriever.stores.fts5.scope.scope_sql`), the join comes first because the exclusions and the filter
+    need it.
 
     Example:
         >>> "bm25(rrf_fts, 2.0, 1.0)" in ranked_sql("rrf", [2.0, 1.0])

@@ -53,6 +53,7 @@ from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
 from rrf_retriever.stores.fts5.ranking import ranked_hits
+from rrf_retriever.stores.fts5.scope import scope_rows, scope_sql, where_sql
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
 
@@ -250,7 +251,7 @@ class FTS5KeywordStore(StoreBase):
             )
             conn.executemany(
                 f"INSERT INTO {t.scope} (doc, key, vtype, value) VALUES (?, ?, ?, ?)",
-                [(r, *row) for r, meta in zip(rowids, meta_list) for row in sql.scope_rows(meta)],
+                [(r, *row) for r, meta in zip(rowids, meta_list) for row in scope_rows(meta)],
             )
             self._bump_count(conn, len(id_list) - removed)
 
@@ -375,7 +376,7 @@ class FTS5KeywordStore(StoreBase):
         """
         flt = normalize_filter(filter)
         cap = -1 if limit is None else check_limit(limit)
-        where, params = ("1", []) if flt is None else sql.where_sql(flt, "d.rowid", self.table)
+        where, params = ("1", []) if flt is None else where_sql(flt, "d.rowid", self.table)
         with self._db.read("list matching ids") as conn:
             rows = conn.execute(
                 f"SELECT d.id FROM {self.tables.docs} d WHERE {where} ORDER BY d.id LIMIT ?", [*params, cap]
@@ -411,12 +412,12 @@ class FTS5KeywordStore(StoreBase):
         terms = self._query_terms(query)[:DEFAULT_MAX_TERMS]
         if limit == 0 or not terms:
             return []
-        scope, params = sql.scope_sql(flt, excluded, self.table)
+        scope, params = scope_sql(flt, excluded, self.table)
         with self._db.read("search") as conn:
             if self.mode == "and_or" and len(set(terms)) > 1:
                 hits = self._ranked(conn, match_expression(list(dict.fromkeys(terms)), "AND"), limit, scope, params)
                 if len(hits) < limit:
-                    scope2, params2 = sql.scope_sql(flt, excluded | {h.id for h in hits}, self.table)
+                    scope2, params2 = scope_sql(flt, excluded | {h.id for h in hits}, self.table)
                     hits += self._search_or(conn, terms, limit - len(hits), scope2, params2)
                 return hits
             return self._search_or(conn, terms, limit, scope, params)

@@ -11,7 +11,7 @@ qdrant-edge 0.9 reads a Python ``bool`` in ``MatchValue`` as an integer (``True`
 in nine that needs 16-17 significant digits one float64 step off (``415266.62493766355`` comes back, and is
 filtered, as ``415266.6249376635``; a payload index holds the exact value only until its segment is optimized), so
 a range bound within that step of such a value may read it on the wrong side. Integers and shorter floats are
-exact (a strict xfail test in tests/unit/stores/qdrant/test_filter_property.py guards the note).
+exact (a strict xfail test in tests/unit/stores/qdrant/test_filters_property.py guards the note).
 
 Its IDF statistics count deleted points until a segment is vacuumed, so a keyword shard asks for the IDF of the
 live points (``SearchParams(idf=IdfParams(corpus=...))``) only while it holds such points: every point holds the

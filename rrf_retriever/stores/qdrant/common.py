@@ -20,10 +20,10 @@ from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, Stor
 from rrf_retriever.progress import progress_bar
 from rrf_retriever.scope.parse import normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
-from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.base import StoreBase, in_thread
 from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Query, Saved
 from rrf_retriever.stores.qdrant.filters import NOTHING, RESOLVE, compile_filter
-from rrf_retriever.stores.qdrant.ops import Op, Steps, in_thread, run_async, run_sync
+from rrf_retriever.stores.qdrant.ops import Op, Steps, run_async, run_sync
 from rrf_retriever.stores.qdrant.points import (
     SCROLL_PAGE,
     ExcludeIds,

@@ -23,9 +23,10 @@ from rrf_retriever.embeddings.window_vectors import tail_windows
 from rrf_retriever.embeddings.windows import DEFAULT_OVERLAP, WindowSettings, check_window_settings
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError
 from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.stores.base import in_thread
 from rrf_retriever.stores.qdrant.backend import Saved
 from rrf_retriever.stores.qdrant.common import QdrantStore
-from rrf_retriever.stores.qdrant.ops import Steps, in_thread
+from rrf_retriever.stores.qdrant.ops import Steps
 from rrf_retriever.stores.qdrant.points import (
     CONTENT_KEY,
     ExcludeIds,

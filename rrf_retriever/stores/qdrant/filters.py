@@ -73,7 +73,6 @@ __all__ = [
     "RESOLVE",
     "Bounds",
     "FilterHooks",
-    "FilterWork",
     "compile_filter",
     "field_key",
     "filter_keys",

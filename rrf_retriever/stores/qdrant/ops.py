@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Finished", "Op", "Steps", "drive", "failed", "finish", "in_thread", "run_async", "run_sync", "then"]
+__all__ = ["Finished", "Op", "Steps", "drive", "failed", "finish", "run_async", "run_sync", "then"]
 
 T = TypeVar("T")
 
@@ -141,9 +141,3 @@ def finish(steps: Steps[Any], reply: Any, error: BaseException | None) -> Steps[
     assert isinstance(outcome, Finished)  # nothing stops it short
     return outcome.value
 
-
-async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``asyncio.to_thread``, with asyncio imported on first use (sync callers never import it)."""
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args, **kwargs)

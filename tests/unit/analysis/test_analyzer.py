@@ -13,10 +13,8 @@ from rrf_retriever.analysis.analyzer import (
     MAX_QUERY_TERMS,
     Analyzer,
     default_analyzer,
-    normalize,
-    tokenize,
 )
-from rrf_retriever.analysis.languages import is_cjk
+from rrf_retriever.analysis.languages import is_cjk, normalize, tokenize
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, RRFRetrieverError
 from rrf_retriever.stores.fts5.match import build_match_query, match_expression
 from tests.reliability.hostile import HOSTILE_QUERIES

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from rrf_retriever.embeddings import (
-    PROGRESS_THRESHOLD,
     BaseEmbeddingAdapter,
     CallableEmbedding,
     HashingEmbedding,
@@ -23,7 +22,7 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreError,
 )
-from rrf_retriever.progress import progress_shown
+from rrf_retriever.progress import PROGRESS_THRESHOLD, progress_shown
 
 
 def test_callable_adapter_batches_and_accepts_numpy() -> None:

@@ -10,7 +10,7 @@ import rrf_retriever.embeddings as embeddings
 
 def test_public_names() -> None:
     assert sorted(embeddings.__all__) == sorted([
-        "PROGRESS_THRESHOLD", "BaseEmbeddingAdapter", "CallableEmbedding", "EmbeddingAdapter", "HashingEmbedding",
+        "BaseEmbeddingAdapter", "CallableEmbedding", "EmbeddingAdapter", "HashingEmbedding",
         "LangChainEmbeddingAdapter", "LlamaIndexEmbeddingAdapter", "MiniLMEmbedding", "as_embedding",
         "cached_embed_documents", "default_cache_dir",
     ])

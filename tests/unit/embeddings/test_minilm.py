@@ -19,6 +19,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from rrf_retriever.embeddings import MiniLMEmbedding, as_embedding, default_cache_dir
 from rrf_retriever.errors import InvalidArgumentError, MissingDependencyError
+from rrf_retriever.langchain import RRFLangChainEmbeddings
+from rrf_retriever.llama_index import RRFLlamaIndexEmbedding
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -71,8 +73,8 @@ def test_minilm_truncates_at_max_length(minilm: MiniLMEmbedding) -> None:
 
 
 def test_minilm_framework_views(minilm: MiniLMEmbedding) -> None:
-    lc = minilm.as_langchain()
-    li = minilm.as_llama_index()
+    lc = RRFLangChainEmbeddings(minilm)
+    li = RRFLlamaIndexEmbedding(minilm)
     assert isinstance(lc, Embeddings)
     assert isinstance(li, BaseEmbedding)
     ref = minilm.embed_query("hybrid search")

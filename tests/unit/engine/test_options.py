@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rrf_retriever import HashingEmbedding
-from rrf_retriever.engine import HybridEngine, query
+from rrf_retriever.engine import HybridEngine, stages
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, as_options
 from rrf_retriever.engine.stages import STAGES, Stage
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
@@ -78,7 +78,7 @@ def test_the_declared_stage_order_is_what_runs(monkeypatch: pytest.MonkeyPatch) 
 
         return dataclasses.replace(stage, run=run)
 
-    monkeypatch.setattr(query.stages, "STAGES", tuple(recorded(s) for s in STAGES))
+    monkeypatch.setattr(stages, "STAGES", tuple(recorded(s) for s in STAGES))
     result = engine.search("rocket engines", top_k=4, offset=1, pinned_ids=["d11"], score_threshold=0.0,
                            diversity=0.5, reranker=lambda q, texts: [len(t) for t in texts])
     # With 1-hop expansion the page of the expanded list is cut by "expand" (one list, page by page), so "page"

@@ -1,4 +1,4 @@
-"""Our embedding models as a LangChain ``Embeddings`` (``adapter.as_langchain()``), unwrapped by as_embedding."""
+"""Our embedding models as a LangChain ``Embeddings`` (``RRFLangChainEmbeddings(adapter)``), unwrapped by as_embedding."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rrf_retriever.langchain import RRFLangChainEmbeddings
 
 def test_the_view_exposes_an_adapter_to_langchain_and_unwraps() -> None:
     adapter = HashingEmbedding(dim=16)
-    lc = adapter.as_langchain()
+    lc = RRFLangChainEmbeddings(adapter)
     assert isinstance(lc, Embeddings) and isinstance(lc, RRFLangChainEmbeddings)
     ref = adapter.embed_query("hybrid search")
     assert lc.embed_query("hybrid search") == ref

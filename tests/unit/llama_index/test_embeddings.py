@@ -1,4 +1,4 @@
-"""Our embedding models as a LlamaIndex ``BaseEmbedding`` (``adapter.as_llama_index()``), unwrapped by
+"""Our embedding models as a LlamaIndex ``BaseEmbedding`` (``RRFLlamaIndexEmbedding(adapter)``), unwrapped by
 as_embedding."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rrf_retriever.llama_index import RRFLlamaIndexEmbedding
 
 def test_the_view_exposes_an_adapter_to_llama_index_and_unwraps() -> None:
     adapter = HashingEmbedding(dim=16)
-    li = adapter.as_llama_index()
+    li = RRFLlamaIndexEmbedding(adapter)
     assert isinstance(li, BaseEmbedding) and isinstance(li, RRFLlamaIndexEmbedding)
     ref = adapter.embed_query("hybrid search")
     assert li.get_query_embedding("hybrid search") == ref

@@ -15,6 +15,7 @@ from rrf_retriever.errors import (
     StoreUnavailableError,
 )
 from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.stores.fts5.scope import scope_rows, scope_sql, scope_table_sql, scope_value
 from rrf_retriever.stores.fts5.sql import (
     SCHEMA_VERSION,
     Tables,
@@ -22,10 +23,6 @@ from rrf_retriever.stores.fts5.sql import (
     field_values,
     ranked_sql,
     schema_sql,
-    scope_rows,
-    scope_sql,
-    scope_table_sql,
-    scope_value,
     split_by_idf,
     store_error,
 )

@@ -18,7 +18,8 @@ from rrf_retriever.errors import (
 )
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.stores.fts5 import sql as fts5_sql
-from rrf_retriever.stores.fts5.sql import fts_token, scope_sql, split_by_idf
+from rrf_retriever.stores.fts5.scope import scope_sql
+from rrf_retriever.stores.fts5.sql import fts_token, split_by_idf
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 

@@ -6,7 +6,7 @@ or ``[None]``, ranges on lists (one element must satisfy every bound), bools nev
 like numbers. Stores: qdrant-client local mode (exact Python comparisons, no indexes) and qdrant-edge (Qdrant's
 own engine) with no payload index, with the float index the store builds, and with an integer index left by an
 older version (it holds integral floats as integers and drops the others); dense and sparse-keyword stores.
-The random version is test_filter_property.py.
+The random version is test_filters_property.py.
 """
 
 from __future__ import annotations

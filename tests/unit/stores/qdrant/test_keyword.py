@@ -1,8 +1,8 @@
 """BM25 as Qdrant sparse vectors: the scheme, its parity with bm25s, and congruence of the two engines.
 
 The KeywordStore contract itself (CRUD, scope, hostile input, reopen, threads) runs on both stores in
-test_keyword_contract.py; here: what is specific to the sparse scheme (term ids, weights, the frozen avgdl, the IDF
-of live points, saved settings) and the same random workload on qdrant-client local mode, qdrant-edge and bm25s.
+tests/unit/stores/test_base_keyword_contract.py; here: what is specific to the sparse scheme (term ids, weights, the
+frozen avgdl, the IDF of live points, saved settings) and the same random workload on qdrant-client local mode, qdrant-edge and bm25s.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rrf_retriever.apps.cli import app, parse_filters
+from rrf_retriever.apps.cli import app
+from rrf_retriever.apps.cli_options import parse_filters
 from rrf_retriever.engine import DEFAULT_LEG_WEIGHTS
 from rrf_retriever.index.manifest import MANIFEST_FILE
 

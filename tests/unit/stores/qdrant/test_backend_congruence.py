@@ -1,7 +1,7 @@
 """One suite, every Qdrant backend: the same workload gives the same results on qdrant-client local mode (a
 collection per leg, and both legs in one collection), qdrant-edge (a shard per leg, and one joint shard), and a
 real Qdrant server when ``QDRANT_URL`` is set (marker ``qdrant_server``, deselected by default: run it with
-``QDRANT_URL=http://localhost:6333 pytest -m qdrant_server tests/unit/stores/qdrant/test_congruence.py``; the
+``QDRANT_URL=http://localhost:6333 pytest -m qdrant_server tests/unit/stores/qdrant/test_backend_congruence.py``; the
 compose file in ``deploy/`` starts one).
 
 Each backend is compared with the reference, qdrant-client local mode with a collection per leg: same ids per

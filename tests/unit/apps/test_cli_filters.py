@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rrf_retriever.apps.cli import app, parse_filters
+from rrf_retriever.apps.cli import app
+from rrf_retriever.apps.cli_options import parse_filters
 from rrf_retriever.errors import FilterError
 from rrf_retriever.scope.cli_syntax import parse_filter_item, parse_filter_values
 

@@ -16,7 +16,7 @@ from rrf_retriever.index.directory import open_index
 
 runner = CliRunner()
 EMB = "hashing:16"
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def run(*args: object) -> tuple[int, str]:

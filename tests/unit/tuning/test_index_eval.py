@@ -16,7 +16,7 @@ from rrf_retriever.index.directory import open_index
 from rrf_retriever.tuning import demo_eval_dir, evaluate_index, load_judged_queries
 from rrf_retriever.tuning.tuner import tune
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EVAL_SCRIPT = """
 import json, sys
 from rrf_retriever.apps.cli import app

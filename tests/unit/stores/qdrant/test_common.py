@@ -15,6 +15,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import StoreError, StoreLockedError, StoreUnavailableError
+from rrf_retriever.langchain import RRFLangChainEmbeddings
 from rrf_retriever.progress import progress_shown
 from rrf_retriever.stores.qdrant import (
     CONTENT_KEY,
@@ -69,7 +70,7 @@ def test_reads_and_scopes_a_collection_written_by_langchain_qdrant() -> None:
     client = QdrantClient(":memory:")
     embedding = HashingEmbedding(dim=DIM)
     client.create_collection("lc", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE))
-    lc_store = QdrantVectorStore(client=client, collection_name="lc", embedding=embedding.as_langchain())
+    lc_store = QdrantVectorStore(client=client, collection_name="lc", embedding=RRFLangChainEmbeddings(embedding))
     lc_ids = lc_store.add_texts(
         ["red apples", "blue sky", "red car"], metadatas=[{"session_id": 1}, {"session_id": 2}, {"session_id": 2}]
     )
@@ -107,7 +108,7 @@ def test_version_5_ids_written_by_langchain_qdrant_are_found() -> None:
     client = QdrantClient(":memory:")
     embedding = HashingEmbedding(dim=DIM)
     client.create_collection("lc", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE))
-    lc_store = QdrantVectorStore(client=client, collection_name="lc", embedding=embedding.as_langchain())
+    lc_store = QdrantVectorStore(client=client, collection_name="lc", embedding=RRFLangChainEmbeddings(embedding))
     ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, t)) for t in ("red", "blue", "green")]
     lc_store.add_texts(["red apples", "blue sky", "green tea"], ids=ids)
 
@@ -230,7 +231,7 @@ def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
 def test_new_filter_keys_on_the_query_path_build_a_bounded_number_of_payload_indexes(tmp_path: Path) -> None:
     # An attacker (or a careless client) sending 100 different filter keys used to build 100 persistent indexes on
     # the query path, stalling every other query; now at most max_auto_indexes are built there (and only on keys
-    # documents hold: tests/unit/stores/qdrant/test_index_budget.py).
+    # documents hold: tests/unit/stores/qdrant/test_common_index_budget.py).
     with QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path, max_auto_indexes=4) as store:
         store.add([f"d{i}" for i in range(20)], [f"text {i}" for i in range(20)],
                   [{"s": i % 3, **{f"key{n}": 0 for n in range(i * 5, i * 5 + 5)}} for i in range(20)])

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rrf_retriever.apps.cli import app, parse_dense_paths
+from rrf_retriever.apps.cli import app
+from rrf_retriever.apps.cli_options import parse_dense_paths
 
 runner = CliRunner()
 DOCS = [{"id": f"d{i}", "text": f"backup restore note {i // 3} copy {i % 3}",
@@ -17,7 +18,7 @@ DOCS = [{"id": f"d{i}", "text": f"backup restore note {i // 3} copy {i % 3}",
 
 
 def by_length(query: str, texts: list[str]) -> list[float]:
-    """Imported by the CLI through --reranker tests.unit.test_cli_stages:by_length."""
+    """Imported by the CLI through --reranker tests.unit.apps.test_cli_stages:by_length."""
     return [float(len(t)) + (1.0 if "copy 2" in t else 0.0) for t in texts]
 
 
@@ -43,7 +44,7 @@ def search(index_dir: Path, *extra: object) -> dict:
 
 
 def test_reranker_flag_reorders_and_keeps_fused_scores(index_dir: Path) -> None:
-    result = search(index_dir, "-k", "4", "--reranker", "tests.unit.test_cli_stages:by_length", "--rerank-k", "12")
+    result = search(index_dir, "-k", "4", "--reranker", "tests.unit.apps.test_cli_stages:by_length", "--rerank-k", "12")
     assert all("copy 2" in h["text"] for h in result["hits"][:4])
     assert all(h["metadata"]["rrf_rerank_score"] > 0 and h["ranks"] for h in result["hits"])
     assert result["trace"]["stage_counts"]["reranked"] == 12
@@ -71,8 +72,8 @@ def test_dense_path_and_expansion_flags(index_dir: Path) -> None:
     (["--diversity", "2"], "diversity"),
     (["--rerank-k", "0"], "rerank_k"),
     (["--reranker", "no_colon"], "module:attribute"),
-    (["--reranker", "tests.unit.test_cli_stages:missing"], "cannot load"),
-    (["--reranker", "tests.unit.test_cli_stages:DOCS"], "reranker must be"),
+    (["--reranker", "tests.unit.apps.test_cli_stages:missing"], "cannot load"),
+    (["--reranker", "tests.unit.apps.test_cli_stages:DOCS"], "reranker must be"),
     (["--dense-path", "x={bad"], "not valid JSON"),
     (["--dense-path", "keyword"], "source names"),
     (["--dense-path", 'p={"$bogus": 1}'], "bogus"),
@@ -89,5 +90,5 @@ def test_parse_dense_paths() -> None:
 
 
 def test_serve_refuses_a_bad_reranker_before_serving(index_dir: Path) -> None:
-    code, out = run("serve", "--index-dir", index_dir, "--reranker", "tests.unit.test_cli_stages:nothing_here")
+    code, out = run("serve", "--index-dir", index_dir, "--reranker", "tests.unit.apps.test_cli_stages:nothing_here")
     assert code == 2 and "cannot load the reranker" in out

@@ -143,14 +143,22 @@ class _TieFreeHashing(HashingEmbedding):
     deeper search need not be the 40 of a search for 40; tune() reads prefixes of one deep search (documented),
     and this test checks the fusion arithmetic, not a store's tie-breaking."""
 
-    def _vector(self, text: str) -> list[float]:
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.plain = HashingEmbedding(dim)
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self._jittered(text, vec) for text, vec in zip(texts, self.plain.embed_documents(texts))]
+
+    @staticmethod
+    def _jittered(text: str, vec: list[float]) -> list[float]:
         import hashlib
         import random as _random
 
         rng = _random.Random(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest())
-        vec = [x + rng.uniform(-0.05, 0.05) for x in super()._vector(text)]
-        norm = math.sqrt(sum(x * x for x in vec))
-        return [x / norm for x in vec]
+        jittered = [x + rng.uniform(-0.05, 0.05) for x in vec]
+        norm = math.sqrt(sum(x * x for x in jittered))
+        return [x / norm for x in jittered]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from rrf_retriever.errors import InvalidFilterError
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore, QdrantEdgeKeywordStore, QdrantKeywordStore
-from rrf_retriever.stores.qdrant.filters import MAX_LISTED_INTEGERS, FilterWork, compile_filter
-from rrf_retriever.stores.qdrant.int_runs import float_bounds, range_errors
+from rrf_retriever.stores.qdrant.filters import MAX_LISTED_INTEGERS, compile_filter
+from rrf_retriever.stores.qdrant.int_runs import FilterWork, float_bounds, range_errors
 
 DIM = 8
 BASE = 2**62  # float64 steps of 1024 above it, 512 below

@@ -33,9 +33,10 @@ class Truncating(HashingEmbedding):
     def __init__(self) -> None:
         super().__init__(dim=1024)  # wide: filler words hardly ever share a bucket with the query's
         self.window_calls = 0
+        self.plain = HashingEmbedding(dim=1024)  # the vector of a span of words
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Any]:
-        return [self._vector(" ".join(t.split()[:WORDS])) for t in texts]
+        return [self.plain.embed_query(" ".join(t.split()[:WORDS])) for t in texts]
 
     def embed_windows(self, texts: Sequence[str], *, max_windows: int, overlap: int, skip_first: bool) -> list[Any]:
         self.window_calls += 1
@@ -43,7 +44,7 @@ class Truncating(HashingEmbedding):
         for text in texts:
             words = text.split()
             spans = window_spans(len(words), WORDS, overlap, max_windows)[1 if skip_first else 0 :]
-            out.append([self._vector(" ".join(words[s:e])) for s, e in spans])
+            out.append([self.plain.embed_query(" ".join(words[s:e])) for s, e in spans])
         return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rrf_retriever.analysis.analyzer import normalize
+from rrf_retriever.analysis.languages import normalize
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
 from rrf_retriever.stores.fts5.match import build_match_query

@@ -1,4 +1,4 @@
-"""The cross-store write-ahead journal (rrf_retriever/journal.py) and its hook in HybridEngine.
+"""The cross-store write-ahead journal (rrf_retriever/engine/journal.py) and its hook in HybridEngine.
 
 Crashes are simulated here by writing a journal entry and then only part of the batch, exactly the state a
 process killed between two store writes leaves; the real SIGKILL runs live in tests/reliability/.

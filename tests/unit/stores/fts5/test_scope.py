@@ -1,6 +1,7 @@
 """The full filter language in the FTS5 store: the schema 2 -> 3 migration (presence rows for
 ``$exists``), the 3 -> 4 one (date rows), ranges served by the side table's index, exact int/float comparison, ``ids_matching``, and the
-regressions found while building it. The random exactness property is in ``test_filter_property.py``."""
+regressions found while building it. The random exactness property is in
+``tests/unit/stores/test_base_filter_property.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from rrf_retriever import InvalidFilterError
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import matches
-from rrf_retriever.stores.fts5.sql import ranked_sql, scope_sql
+from rrf_retriever.stores.fts5.scope import scope_sql
+from rrf_retriever.stores.fts5.sql import ranked_sql
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 
 METAS = {

@@ -1,6 +1,6 @@
 """The full filter language in the in-memory BM25 store: the compiled numpy mask (ScopeIndex) against
 the reference, exact int/float ranges, ``ids_matching``, and a corpus without one token. The random exactness
-property is in ``test_filter_property.py``."""
+property is in ``tests/unit/stores/test_base_filter_property.py``."""
 
 from __future__ import annotations
 
