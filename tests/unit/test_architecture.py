@@ -483,7 +483,9 @@ def test_tests_benchmarks_and_examples_reach_no_private_attribute_of_ours() -> N
 # ---- the tests mirror the package ---------------------------------------------------------------------------------
 
 #: Tests about the whole package rather than one module: they stay at tests/unit/.
-WHOLE_PACKAGE_TESTS = {"test_architecture.py", "test_imports.py", "test_package.py", "test_doctests.py"}
+#: Tests of the whole repository (its layout, public names, package, doctests, the benchmarks folder), not of one module.
+WHOLE_PACKAGE_TESTS = {"test_architecture.py", "test_imports.py", "test_package.py", "test_doctests.py",
+                       "test_benchmarks_layout.py"}
 
 
 def _module_stems(folder: Path) -> set[str]:
@@ -528,8 +530,11 @@ def _path_in(token: str) -> str | None:
     """The repository path a backticked token names, or None when it names none: a path holds a ``/`` or ends in
     ``.py``; ``engine/query.prepare`` names ``engine/query.py``. Placeholders (``<fw>``, ``DIR/``), URLs, image
     tags (``a/b:v1``) and the gitignored data cache (``.cache/``) name no file of the repository."""
-    if any(mark in token for mark in ("<", ":", ".cache/")) or token.startswith(("-", "/")):
+    # shared/ is the workplace's data folder beside the repository (benchmarks read it), not a file of the repository.
+    if any(mark in token for mark in ("<", ":", ".cache/")) or token.startswith(("-", "/", "shared/")):
         return None
+    if (ROOT / token).is_dir():
+        return token
     if re.match(r"^[A-Z]+/", token) or ("/" not in token and not token.endswith(".py")):
         return None
     if token.endswith(_EXTENSIONS) or token.endswith("/"):
@@ -541,6 +546,11 @@ def _path_in(token: str) -> str | None:
 def _exists(path: str, document: Path) -> bool:
     """Relative to the document, the repository, the package or tests/; a bare ``x.py`` anywhere in our code."""
     bases = (document.parent, ROOT, PACKAGE, ROOT / "tests")
+    # ``results/x_{test,train}.json`` names each of its brace's alternatives
+    head, brace, rest = path.partition("{")
+    if brace:
+        options, _, tail = rest.partition("}")
+        return all(_exists(head + option + tail, document) for option in options.split(","))
     if any(any(base.glob(path.rstrip("/"))) for base in bases):
         return True
     return "/" not in path.rstrip("/") and any(any((ROOT / root).rglob(path.rstrip("/")))
