@@ -20,7 +20,7 @@ walks the graph for any scope above that threshold, and a walk confined to a sco
 at the 5th percentile, for a scope of 35% of 100k clustered vectors (benchmarks/bench_filtered_recall.py). ACORN
 (Qdrant's search-time walk through neighbours' neighbours, ``AcornSearchParams``) lifts it to 0.90 / 0.70, more
 ``hnsw_ef`` to 0.97 / 0.90; filterable HNSW (extra links per payload value, built with the graph when the payload
-index exists first) links no value held by more than 4 x N / m points (25k of 100k), so no such scope. Hence the
+index exists first) links no value held by more than ~4 x N / 21-32 points (Qdrant's build), so no such scope. Hence the
 default ``"auto"``: a filtered search whose scope Qdrant estimates (payload index cardinality, ~10 us) below
 :data:`GRAPH_TRUST` of the shard's points scores every in-scope float vector (exact, its cost linear in the
 scope: ~8-20 ms at 35-95% of 100k here), a larger one walks the graph with ACORN.
