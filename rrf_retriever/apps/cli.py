@@ -103,6 +103,10 @@ def index_command(
     url: str | None = typer.Option(
         None, help="With --keyword qdrant --dense qdrant: the Qdrant server or cluster holding both legs in one "
                    "collection (API key from QDRANT_API_KEY). Without it both legs share one local collection."),
+    index_key: list[str] = typer.Option(
+        [], "--index-key", help="A metadata key searches filter on (repeatable, e.g. --index-key session_id): the "
+                                "Qdrant stores index it before writing documents (before their HNSW graph is built); "
+                                "kept in the manifest."),
 ) -> None:
     """Index documents (upsert: re-indexing updates documents with the same id). A folder is synced: the documents
     of its files deleted or emptied since the last run are deleted."""
@@ -120,7 +124,8 @@ def index_command(
             detection = detect_language([text for _, text, _ in head])
             language, rows = detection.language, chain(head, rows)
             console.print(f"keyword analyzer language: {detection.language} ({detection.reason})", highlight=False)
-        engine = create_index(index_dir, embedder=embedder, analyzer=language, keyword=keyword, dense=dense, url=url)
+        engine = create_index(index_dir, embedder=embedder, analyzer=language, keyword=keyword, dense=dense, url=url,
+                              index_keys=index_key)
         try:
             done, _ = index_documents(engine, found.total, rows)
             # after the upsert: an interrupted run deletes nothing

@@ -9,10 +9,11 @@ on the next open (store writes are idempotent: upserts and deletes by id).
 
 An add of more than :data:`ADD_CHUNK` documents is written as consecutive chunks of that many, each such a write
 of its own (embedded, snapshotted, journaled, written to every leg, cleared), so a write holds one chunk's vectors,
-snapshot and journal entry at a time, whatever the batch's size. The whole batch is validated first; a chunk that
-fails is rolled back and the chunks before it stay written (the error says how many documents that is). A model
-with ``embed_array`` (:class:`~rrf_retriever.embeddings.base.EmbedsArrays`) embeds into a float32 array, which
-goes to the stores and the journal as it is (rows become lists one upsert request at a time).
+snapshot and journal entry at a time, whatever the batch's size (a delete of more ids goes in such chunks too).
+The whole batch is validated first; a chunk that fails is rolled back and the chunks before it stay written (the
+error says how many documents that is). A model with ``embed_array``
+(:class:`~rrf_retriever.embeddings.base.EmbedsArrays`) embeds into a float32 array, which goes to the stores and
+the journal as it is (rows become lists one upsert request at a time).
 
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
@@ -118,6 +119,16 @@ class _Chunk(NamedTuple):
             return what, "the other stores were rolled back and nothing of the batch was written"
         return what, (f"this chunk was rolled back in every store; the {self.start} document(s) of the chunks "
                       "before it stay written")
+
+
+def _delete_failure(start: int, stop: int, total: int, size: int) -> tuple[str, str]:
+    """How a store failure of a delete's chunk is told (as :meth:`_Chunk.failure` for adds)."""
+    if total <= size:
+        return "deleting failed", "the other stores were rolled back"
+    what = f"deleting documents {start} to {stop - 1} of a batch of {total} (in chunks of {size}) failed"
+    if start == 0:
+        return what, "the other stores were rolled back and nothing of the batch was deleted"
+    return what, f"this chunk was restored in every store; the {start} document(s) of the chunks before it stay deleted"
 
 
 def _vectors_for(leg: Leg, vectors: Mapping[int, Vectors]) -> Vectors | None:
@@ -271,14 +282,21 @@ class WriteUnit:
         )
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Delete ids from every writable leg; if one leg fails the others get the documents back."""
+        """Delete ids from every writable leg, all or nothing per chunk of :attr:`chunk_size` as :meth:`add` writes
+        (each chunk snapshotted, journaled, deleted everywhere, cleared: a delete of 100k ids holds one chunk's
+        vectors at a time); if one leg fails the others get that chunk back, the chunks before it stay deleted."""
         id_list = CheckedList(check_ids(ids))  # checked here, once: the legs' stores take it as it is
         if not id_list:
             return
+        total, size = len(id_list), self.chunk_size
         with self.lock:
-            self._apply("delete", id_list, lambda leg: leg.delete(id_list),
-                        lambda: self._journal_begin("delete", id_list), "deleting failed",
-                        "the other stores were rolled back")
+            for start in range(0, total, size):
+                part = id_list if total <= size else CheckedList(id_list[start:start + size])
+                failure, rolled_back = _delete_failure(start, start + len(part), total, size)
+                kept = "nothing was deleted" if start == 0 else (
+                    f"the {start} document(s) of the chunks before this one stay deleted")
+                self._apply("delete", part, lambda leg, part=part: leg.delete(part),
+                            lambda part=part: self._journal_begin("delete", part), failure, rolled_back, kept)
 
     def ids_matching(self, flt: Any, limit: int | None = None) -> list[str]:
         """Every id whose metadata matches the normalized filter ``flt`` (None: every id), in ANY writable store

@@ -135,21 +135,24 @@ def stores_from_arguments(
     if analyzer is not None and keyword is not None and not isinstance(keyword, str):
         msg = "analyzer= is for a keyword store built here; give the analyzer to the keyword store you pass"
         raise InvalidArgumentError(msg)
+    index_keys = kwargs.pop("index_keys", ())  # the stores built here: their payload indexes (from_texts' doc)
     if path is None:
         keyword, dense = keyword or DEFAULT_KEYWORD_STORE, dense or "qdrant-edge"
         collection = collection_name or DEFAULT_COLLECTION
-        joint = make_qdrant_stores(keyword, dense, embedding, None, collection,
-                                   url=url, location=location, api_key=api_key, analyzer=analyzer)
+        joint = make_qdrant_stores(keyword, dense, embedding, None, collection, url=url, location=location,
+                                   api_key=api_key, analyzer=analyzer, index_keys=index_keys)
         if joint is not None:
             return BuiltStores(dense=joint[1], keyword=joint[0], kwargs=kwargs)
-        dense_store = make_dense_store(dense, embedding, None, collection) if isinstance(dense, str) else dense
-        keyword_store = make_keyword_store(keyword, None, analyzer) if isinstance(keyword, str) else keyword
+        dense_store = (make_dense_store(dense, embedding, None, collection, index_keys) if isinstance(dense, str)
+                       else dense)
+        keyword_store = (make_keyword_store(keyword, None, analyzer, index_keys) if isinstance(keyword, str)
+                         else keyword)
         return BuiltStores(dense=dense_store, keyword=keyword_store, kwargs=kwargs)
     if location is not None:
         msg = "location= and path= exclude each other (path is an index directory)"
         raise InvalidArgumentError(msg)
     stores = open_stores(path, embedding, keyword=keyword, dense=dense, collection=collection_name,
-                         url=url, api_key=api_key, analyzer=analyzer)
+                         url=url, api_key=api_key, analyzer=analyzer, index_keys=index_keys)
     kwargs = with_saved_settings(stores.manifest, kwargs)  # settings tuned for this index, unless given
     kwargs.setdefault("journal", Path(path) / JOURNAL_FILE)
     return BuiltStores(dense=stores.dense, keyword=stores.keyword, index=stores, kwargs=kwargs)

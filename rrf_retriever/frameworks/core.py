@@ -209,7 +209,8 @@ class RetrieverCore:
                 another is an error, None uses the index's. :attr:`corpus_language` tells which it is.
             show_progress: Progress bars while indexing ``texts``: True every bar, False none, None (default) only
                 for long work on a terminal (see :mod:`rrf_retriever.progress`); ``add_texts`` takes it per call.
-            **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ``fetch_k``, ...).
+            **kwargs: Passed on to the constructor (``top_k``, ``k``, ``weights``, ``rrf_k``, ...), but ``index_keys``
+                (keys filtered on, ``["session_id"]``: Qdrant indexes them before any point; kept in the manifest).
         """
         embedding, texts = resolve_embedding(embedding, kwargs, cls._sides), check_list(texts, "texts", "strings")
         chosen, found = detected_analyzer(texts, analyzer=as_analyzer(analyzer), keyword=keyword, path=path, url=url)

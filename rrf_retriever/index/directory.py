@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ def open_stores(
     url: str | None = None,
     api_key: str | None = None,
     analyzer: Any = None,
+    index_keys: Sequence[str] = (),
 ) -> IndexStores:
     """Open (or create) the stores of the index directory ``path``, as its manifest says.
 
@@ -147,6 +149,8 @@ def open_stores(
             secured server (never written to the manifest).
         analyzer: The keyword analyzer of a new index (an :class:`~.analysis.analyzer.Analyzer` or a language name
             such as ``"german"``), recorded in the manifest; None: the default (new) or the index's own (reopen).
+        index_keys: Metadata keys the Qdrant stores index as documents are written (payload indexes in place
+            before an HNSW graph is built), added to those the manifest's ``index_keys`` records.
 
     Raises:
         IndexDirectoryError: ``path`` is a file or a folder of other files; the manifest is corrupt; or a store kind,
@@ -188,6 +192,8 @@ def open_stores(
     else:  # pragma: no cover - a manifest that keeps vanishing
         msg = f"cannot create an index at {root}: its manifest keeps changing"
         raise IndexDirectoryError(msg)
+    asked_keys = [index_keys] if isinstance(index_keys, str) else list(index_keys)
+    keys = sorted({*(manifest.get("index_keys") or ()), *asked_keys})  # the stores check each key
     owned: list[Any] = []
     try:
         keyword_store = keyword if not isinstance(keyword, (str, type(None))) else None
@@ -195,16 +201,16 @@ def open_stores(
         if keyword_store is None and dense_store is None and manifest.get("qdrant_layout") == JOINT_QDRANT:
             joint = make_qdrant_stores("qdrant", "qdrant", adapter, root, manifest["collection"],
                                        url=url or manifest.get("qdrant_url"), api_key=api_key,
-                                       analyzer=asked_analyzer)
+                                       analyzer=asked_analyzer, index_keys=keys)
             assert joint is not None
             keyword_store, dense_store = joint
             owned.append(dense_store.store)
         if keyword_store is None:
-            keyword_store = make_keyword_store(manifest.get("keyword_store", "fts5"), root, asked_analyzer)
+            keyword_store = make_keyword_store(manifest.get("keyword_store", "fts5"), root, asked_analyzer, keys)
             owned.append(keyword_store)
         if dense_store is None:
             dense_store = make_dense_store(manifest.get("dense_store", "qdrant"), adapter, root,
-                                           manifest["collection"])
+                                           manifest["collection"], keys)
             owned.append(dense_store)
     except BaseException:
         for store in owned:
@@ -228,6 +234,7 @@ def create_index(
     keyword: str | None = None,
     dense: str | None = None,
     url: str | None = None,
+    index_keys: Sequence[str] = (),
     **settings: Any,
 ) -> HybridEngine:
     """Open the index at ``path``, creating an empty one (directory and manifest) if there is none.
@@ -243,6 +250,7 @@ def create_index(
             existing index keeps its own, and naming another is an error.
         keyword, dense: The store kinds of a new index (an existing one keeps its own; naming another is an error).
             Both ``"qdrant"``: one collection for both legs, on the Qdrant server ``url`` if given.
+        index_keys: Metadata keys to index as documents are written (see :func:`open_stores`; kept in the manifest).
         **settings: Passed to :class:`~rrf_retriever.engine.HybridEngine` (``top_k``, ``rrf_k``, ...).
 
     Raises:
@@ -267,10 +275,10 @@ def create_index(
             if asked is not None and asked != manifest.get(key):
                 msg = f"the index at {root} keeps its {role} store as {manifest.get(key)!r}, not {asked!r}"
                 raise IndexDirectoryError(msg)
-        return open_index(root, url=url, **settings)
+        return open_index(root, url=url, index_keys=index_keys, **settings)
     adapter = make_embedding(wanted or DEFAULT_EMBEDDER)  # fails on a bad spec before anything is written
     stores = open_stores(root, adapter, collection=collection, analyzer=analyzer, keyword=keyword, dense=dense,
-                         url=url)
+                         url=url, index_keys=index_keys)
     return _engine(stores, settings)
 
 
@@ -298,7 +306,8 @@ def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
     return engine
 
 
-def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settings: Any) -> HybridEngine:
+def open_index(path: str | os.PathLike[str], *, url: str | None = None, index_keys: Sequence[str] = (),
+               **settings: Any) -> HybridEngine:
     """Open an existing index directory as a :class:`~rrf_retriever.engine.HybridEngine` (sources
     ``"dense"`` and ``"keyword"``), whichever wrote it (the CLI or ``from_texts(path=)``).
 
@@ -308,6 +317,7 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
         path: The index directory (holding ``rrf-index.json``).
         url: For an index whose two legs share one Qdrant collection on a server: another URL than the one the
             manifest records (the server moved); None: the manifest's.
+        index_keys: More metadata keys to index as documents are written (besides the manifest's ``index_keys``).
         **settings: Passed to the engine (``top_k``, ``rrf_k``, ``weights``, ...).
 
     Raises:
@@ -336,7 +346,7 @@ def open_index(path: str | os.PathLike[str], *, url: str | None = None, **settin
                    "from Python with that store")
             raise IndexDirectoryError(msg)
     try:
-        stores = open_stores(root, make_embedding(spec), create=False, url=url)
+        stores = open_stores(root, make_embedding(spec), create=False, url=url, index_keys=index_keys)
     except IndexDirectoryError:
         raise
     except InvalidArgumentError as exc:

@@ -321,6 +321,14 @@ def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra
     if new.get("dimension") is None and getattr(dense, "dimension", None) is not None:
         new["dimension"] = dense.dimension
     keyword: Any = getattr(engine.legs.get("keyword"), "store", None)
+    # The metadata keys the Qdrant stores index as documents are written: declared again on every open.
+    keys = set(new.get("index_keys") or ())
+    for store in (dense, keyword):
+        declared = getattr(store, "index_keys", None)
+        if isinstance(declared, (frozenset, set)):
+            keys.update(k for k in declared if isinstance(k, str))
+    if keys:
+        new["index_keys"] = sorted(keys)
     if new.get("analyzer") is None and hasattr(keyword, "analyzer"):
         with contextlib.suppress(Exception):
             new["analyzer"] = keyword.analyzer.config()

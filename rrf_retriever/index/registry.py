@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,13 +138,15 @@ def describe_embedding(embedding: Any) -> dict[str, Any]:
     }
 
 
-def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer: Any = None) -> Any:
+def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer: Any = None,
+                       index_keys: Sequence[str] = ()) -> Any:
     """The keyword store of the index layout: ``"fts5"`` (``root/keyword.sqlite3``; in memory without a root),
     ``"bm25"`` (``root/keyword-bm25/``, saved after every write; in memory without a root), or BM25 as Qdrant sparse
     vectors: ``"qdrant-edge"`` (``root/keyword-qdrant-edge/``) or ``"qdrant"`` (qdrant-client,
     ``root/keyword-qdrant/``). Shared by index directories and ``EnsembleRRFRetriever.from_texts``.
     ``analyzer`` (an :class:`~.analysis.analyzer.Analyzer`, or a language name: :func:`as_analyzer`) is the store's;
-    None: a new store's default, a reopened store's saved one.
+    None: a new store's default, a reopened store's saved one. ``index_keys``: the metadata keys a Qdrant store
+    indexes as documents are written (its payload indexes; FTS5 and BM25 stores have none).
 
     Example:
         >>> make_keyword_store("fts5", None).count()
@@ -165,22 +168,24 @@ def make_keyword_store(kind: str, root: str | os.PathLike[str] | None, analyzer:
         from rrf_retriever.stores.qdrant import QdrantEdgeKeywordStore
 
         folder = None if root is None else Path(root) / KEYWORD_QDRANT_EDGE_DIR
-        return QdrantEdgeKeywordStore(path=folder, analyzer=analyzer)
+        return QdrantEdgeKeywordStore(path=folder, analyzer=analyzer, index_keys=index_keys)
     if kind == "qdrant":
         from rrf_retriever.stores.qdrant import QdrantKeywordStore
 
         if root is None:
-            return QdrantKeywordStore(location=":memory:", analyzer=analyzer)
-        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR, analyzer=analyzer)
+            return QdrantKeywordStore(location=":memory:", analyzer=analyzer, index_keys=index_keys)
+        return QdrantKeywordStore(path=Path(root) / KEYWORD_QDRANT_DIR, analyzer=analyzer, index_keys=index_keys)
     msg = f"keyword must be one of {sorted(KEYWORD_PLACES)} or a keyword store, got {kind!r}"
     raise InvalidArgumentError(msg)
 
 
 def make_dense_store(
-    kind: str, embedding: Any, root: str | os.PathLike[str] | None, collection: str = DEFAULT_COLLECTION
+    kind: str, embedding: Any, root: str | os.PathLike[str] | None, collection: str = DEFAULT_COLLECTION,
+    index_keys: Sequence[str] = (),
 ) -> Any:
     """The dense store of the index layout: ``"qdrant-edge"`` (``root/qdrant-edge/``; a temporary folder without a
-    root) or ``"qdrant"`` (qdrant-client, ``root/qdrant/``; ``:memory:`` without a root).
+    root) or ``"qdrant"`` (qdrant-client, ``root/qdrant/``; ``:memory:`` without a root). ``index_keys``: the
+    metadata keys indexed as documents are written (before an HNSW graph is built over them).
 
     Example:
         >>> make_dense_store("faiss", None, None)  # doctest: +ELLIPSIS
@@ -195,10 +200,10 @@ def make_dense_store(
 
     folder = None if root is None else Path(root) / DENSE_DIRS[kind]
     if kind == "qdrant-edge":
-        return QdrantEdgeDenseStore(embedding, path=folder)  # no root: removed when closed or collected
+        return QdrantEdgeDenseStore(embedding, path=folder, index_keys=index_keys)  # no root: removed when closed
     if folder is None:
-        return QdrantDenseStore(embedding, location=":memory:", collection_name=collection)
-    return QdrantDenseStore(embedding, path=folder, collection_name=collection)
+        return QdrantDenseStore(embedding, location=":memory:", collection_name=collection, index_keys=index_keys)
+    return QdrantDenseStore(embedding, path=folder, collection_name=collection, index_keys=index_keys)
 
 
 #: Manifest value of ``qdrant_layout`` for an index whose two legs share one Qdrant collection.
@@ -208,7 +213,7 @@ JOINT_QDRANT = "joint"
 def make_qdrant_stores(
     keyword: str, dense: str, embedding: Any, root: str | os.PathLike[str] | None,
     collection: str = DEFAULT_COLLECTION, *, url: str | None = None, location: str | None = None,
-    api_key: str | None = None, analyzer: Analyzer | None = None,
+    api_key: str | None = None, analyzer: Analyzer | None = None, index_keys: Sequence[str] = (),
 ) -> tuple[Any, Any] | None:
     """The (keyword, dense) stores for ``keyword="qdrant", dense="qdrant"``: ONE collection holding both legs
     (:class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`; its two views), on the server ``url``, else in
@@ -227,12 +232,13 @@ def make_qdrant_stores(
 
     if url is not None:  # the key from QDRANT_API_KEY unless given: it is never written to the manifest
         api_key = api_key if api_key is not None else os.environ.get("QDRANT_API_KEY") or None
-        store = QdrantHybridStore(embedding, url=url, api_key=api_key, collection_name=collection, analyzer=analyzer)
+        store = QdrantHybridStore(embedding, url=url, api_key=api_key, collection_name=collection, analyzer=analyzer,
+                                  index_keys=index_keys)
     elif root is not None:
         Path(root).mkdir(parents=True, exist_ok=True)
         store = QdrantHybridStore(embedding, path=Path(root) / QDRANT_DIR, collection_name=collection,
-                                  analyzer=analyzer)
+                                  analyzer=analyzer, index_keys=index_keys)
     else:
         store = QdrantHybridStore(embedding, location=location or ":memory:", collection_name=collection,
-                                  analyzer=analyzer)
+                                  analyzer=analyzer, index_keys=index_keys)
     return store.keyword, store.dense

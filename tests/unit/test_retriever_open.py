@@ -45,3 +45,18 @@ def test_a_garbage_first_retriever_does_not_block_the_reopen(tmp_path: Path) -> 
     with EnsembleRRFRetriever.open(tmp_path / "idx", HashingEmbedding(16)) as r:
         assert r.engine.count()
     gc.collect()
+
+
+def test_index_keys_are_indexed_before_the_first_point_and_kept_on_reopen(tmp_path: Path) -> None:
+    metas = [{"session_id": "s1"}, {"session_id": "s2"}]
+    with EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(16), metadatas=metas, path=tmp_path / "idx",
+                                         index_keys=["session_id"]) as r:
+        for leg in ("dense", "keyword"):
+            store = r.engine.legs[leg].store
+            assert store.index_keys == {"session_id"}
+            assert ("session_id", "keyword") in store.indexes.known  # created by the write, not by a search
+    with EnsembleRRFRetriever.open(tmp_path / "idx", HashingEmbedding(16)) as r:  # the manifest declares them
+        assert r.engine.legs["dense"].store.index_keys == {"session_id"}
+        assert r.invoke("E42", filter={"session_id": "s1"})[0].page_content == TEXTS[0]
+    with EnsembleRRFRetriever.from_texts(TEXTS, HashingEmbedding(16), index_keys="session_id") as r:  # in memory
+        assert r.engine.legs["dense"].store.index_keys == {"session_id"}

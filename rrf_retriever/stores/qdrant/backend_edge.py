@@ -47,8 +47,8 @@ from rrf_retriever.stores.qdrant.backend import (
 from rrf_retriever.stores.qdrant.edge_index import (
     DEFAULT_INDEX,
     GRAPH_KIND,
+    dense_params,
     index_config,
-    quantization_params,
     same_kind,
 )
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
@@ -132,6 +132,8 @@ class EdgeBackend(Backend):
         self.qe, self.np = import_engine("qdrant-edge-py", owner, "qdrant_edge", "numpy")
         self.exact = bool(exact)
         self.hnsw_ef = hnsw_ef
+        #: How a filtered dense search runs on a shard with a graph (``edge_index.FILTERED_SEARCH``).
+        self.filtered_search = "auto"
         self._asked_index = index
         #: The shard's index kind (None outside the dense layout: Qdrant's default config).
         self.index = (index or DEFAULT_INDEX) if layout is DENSE_LAYOUT else None
@@ -389,8 +391,8 @@ class EdgeBackend(Backend):
             name = self.layout.dense
             vector: Any = [query.vector] if self.windows is not None else query.vector  # one row: MAX_SIM is max
             nearest = qe.Query.Nearest(vector, using=name) if name else qe.Query.Nearest(vector)
-            quantization = quantization_params(qe, self.index, self.exact)
-            params = qe.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef, quantization=quantization)
+            params = dense_params(qe, self._shard, self.index, self.exact, self.hnsw_ef, self.filtered_search,
+                                  query.filter)
         else:
             nearest = qe.Query.Nearest(qe.SparseVector(query.indices, query.values), using=SPARSE_VECTOR_NAME)
             params = None

@@ -116,3 +116,15 @@ def test_eval_warns_when_some_judged_documents_are_missing(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert "1 of 2 judged" in " ".join(result.stderr.split())
     assert read_manifest(tmp_path / "idx")["doc_count"] == 2
+
+
+def test_index_keys_are_declared_up_front_and_kept_in_the_manifest(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs.jsonl"
+    rows = [{"id": "a", "text": "one", "metadata": {"session_id": "s1"}}, {"id": "b", "text": "two"}]
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out = run("index", corpus, "-d", tmp_path / "idx", "--embedder", EMB, "--index-key", "session_id")
+    assert code == 0, out
+    assert read_manifest(tmp_path / "idx")["index_keys"] == ["session_id"]
+    code, out = run("index", corpus, "-d", tmp_path / "idx", "--index-key", "lang")  # another key is added
+    assert code == 0, out
+    assert read_manifest(tmp_path / "idx")["index_keys"] == ["lang", "session_id"]

@@ -308,3 +308,128 @@ def test_a_chunked_write_draws_one_bar_per_kind_of_work_over_the_whole_batch(
     assert len(re.findall(r"embedding \(hashing-16\):\s+0%", err)) == 1
     assert len(re.findall(r"upserting into Qdrant edge:\s+0%", err)) == 1
     assert "0/7" in err and "7/7" in err and "/3 " not in err
+
+
+class DeleteFailingKeyword(FTS5KeywordStore):
+    """A real FTS5 store whose ``fail_on``-th delete (1-based) fails with ``error``, and which notes each delete."""
+
+    fail_on = 0
+    error: BaseException = OSError("disk full")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deletes: list[list[str]] = []
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.deletes.append(list(ids))
+        if len(self.deletes) == self.fail_on:
+            raise self.error
+        super().delete(ids)
+
+
+class SnapshotSizes(RecordingDense):
+    """The dense store noting how many records each read with vectors (a write's snapshot) asks for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[int] = []
+
+    def get(self, ids: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("with_vectors"):
+            self.reads.append(len(ids))
+        return super().get(ids, *args, **kwargs)
+
+
+def test_a_delete_larger_than_a_chunk_is_deleted_chunk_by_chunk(tmp_path: Path) -> None:
+    dense = SnapshotSizes(HashingEmbedding(DIM), tmp_path / "edge")
+    keyword = DeleteFailingKeyword(str(tmp_path / "kw.sqlite3"))
+    journal = RecordingJournal(tmp_path / "journal.sqlite3")
+    unit = _unit({"dense": dense, "keyword": keyword}, journal)
+    unit.add(IDS, TEXTS)
+    journal.batches.clear()
+    dense.reads.clear()
+    unit.delete(IDS)
+    assert journal.batches == [IDS[0:3], IDS[3:6], IDS[6:7]] and journal.pending() == []  # one entry a chunk
+    assert dense.reads == [3, 3, 1]  # each snapshot holds one chunk's vectors, never the whole delete's
+    assert keyword.deletes == [IDS[0:3], IDS[3:6], IDS[6:7]]
+    assert unit.count() == {"dense": 0, "keyword": 0}
+    unit.add(IDS[:2], TEXTS[:2])
+    journal.batches.clear()
+    unit.delete(IDS[:2])  # within one chunk: one write, as before
+    assert journal.batches == [IDS[:2]]
+    journal.close()
+    dense.close()
+    keyword.close()
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
+def test_a_failing_delete_chunk_is_restored_and_the_chunks_before_it_stay_deleted(tmp_path: Path,
+                                                                                  error: BaseException) -> None:
+    dense = RecordingDense(HashingEmbedding(DIM), tmp_path / "edge")
+    keyword = DeleteFailingKeyword(str(tmp_path / "kw.sqlite3"))
+    journal = Journal(tmp_path / "journal.sqlite3")
+    unit = _unit({"dense": dense, "keyword": keyword}, journal)
+    unit.add(IDS, TEXTS, [{"n": i} for i in range(7)])
+    keyword.fail_on, keyword.error = 2, error  # the second chunk: d3, d4, d5
+    with pytest.raises(type(error) if isinstance(error, KeyboardInterrupt) else StoreError) as caught:
+        unit.delete(IDS)
+    if not isinstance(error, KeyboardInterrupt):
+        message = str(caught.value)
+        assert "deleting documents 3 to 5 of a batch of 7 (in chunks of 3) failed in store 'keyword'" in message
+        assert "the 3 document(s) of the chunks before it stay deleted" in message and "disk full" in message
+    for store in (dense, keyword):  # the first chunk deleted, the second back as it was, the third untouched
+        assert [(r.id, dict(r.metadata)) for r in store.get(IDS)] == [(i, {"n": n}) for n, i in enumerate(IDS)][3:]
+    assert journal.pending() == []
+    assert dense.get_vectors(["d3"])["d3"] == pytest.approx(HashingEmbedding(DIM).embed_documents([TEXTS[3]])[0])
+    journal.close()
+    dense.close()
+    keyword.close()
+
+
+_CRASH_CHILD = """
+import os, sys
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.engine.journal import Journal
+from rrf_retriever.engine.legs import as_leg
+from rrf_retriever.engine.writes import WriteUnit
+from rrf_retriever.stores.fts5.store import FTS5KeywordStore
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
+
+class Killed(FTS5KeywordStore):
+    deletes = 0
+    def delete(self, ids):
+        self.deletes += 1
+        if self.deletes == 2:  # the dense leg deleted this chunk, the keyword leg not: the process dies here
+            os._exit(9)
+        super().delete(ids)
+
+root = sys.argv[1]
+dense = QdrantEdgeDenseStore(HashingEmbedding(16), path=root + "/edge")
+keyword = Killed(root + "/kw.sqlite3")
+unit = WriteUnit({"dense": as_leg("dense", dense), "keyword": as_leg("keyword", keyword)},
+                 Journal(root + "/journal.sqlite3"), chunk_size=3)
+unit.add([f"d{i}" for i in range(7)], [f"text number {i} about chunked writes" for i in range(7)])
+unit.delete([f"d{i}" for i in range(7)])
+"""
+
+
+def test_a_process_killed_in_a_later_delete_chunk_is_completed_by_the_journal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "child.py"
+    script.write_text(_CRASH_CHILD)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], check=False, timeout=300)
+    assert done.returncode == 9  # killed between the two legs' writes of the second chunk
+    dense = QdrantEdgeDenseStore(HashingEmbedding(DIM), path=tmp_path / "edge")
+    keyword = FTS5KeywordStore(str(tmp_path / "kw.sqlite3"))
+    journal = Journal(tmp_path / "journal.sqlite3")
+    assert [e.ids for e in journal.pending()] == [IDS[3:6]]  # only the chunk in flight is pending
+    assert [r.id for r in keyword.get(IDS)] == IDS[3:]  # torn: the first chunk deleted in both, the second in one
+    unit = _unit({"dense": dense, "keyword": keyword}, journal)
+    assert unit.recover() == 1
+    for store in (dense, keyword):  # the chunk in flight completed in both; the third never started
+        assert [r.id for r in store.get(IDS)] == IDS[6:]
+    journal.close()
+    dense.close()
+    keyword.close()

@@ -1,0 +1,127 @@
+"""Filtered search on a shard that walks an HNSW graph: recall@10 against exact numpy search on the same vectors
+(``filtered_search``, :func:`rrf_retriever.stores.qdrant.edge_index.filtered_plan`;
+benchmarks/scale/bench_filtered_recall.py measures every selectivity and the latency)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
+from rrf_retriever.stores.qdrant.edge_index import FILTERED_SEARCH, GRAPH_KIND, GRAPH_POINTS, filtered_plan
+
+DIM = 384
+TOP = 10
+CLUSTERS = 1000
+
+
+def _clustered(n: int, seed: int, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors of a Gaussian mixture (the benchmark's corpus) and each one's cluster."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, len(centers), n)
+    block = centers[labels] + 0.8 * rng.normal(size=(n, centers.shape[1])).astype(np.float32)
+    return (block / np.linalg.norm(block, axis=1, keepdims=True)).astype(np.float32), labels
+
+
+def _scopes(labels: np.ndarray) -> dict[str, np.ndarray]:
+    """``region_<pct>``: whole clusters (a tenant of its own topics); ``spread_<pct>``: documents at random."""
+    rng = np.random.default_rng(7)
+    by_cluster = np.concatenate([np.flatnonzero(labels == c) for c in rng.permutation(CLUSTERS)])
+    order = rng.permutation(len(labels))
+    out = {}
+    for pct in (35, 45, 70):
+        for name, rows in (("region", by_cluster), ("spread", order)):
+            mask = np.zeros(len(labels), dtype=bool)
+            mask[rows[: len(labels) * pct // 100]] = True
+            out[f"{name}_{pct}"] = mask
+    return out
+
+
+def _exact_top(vectors: np.ndarray, mask: np.ndarray, query: np.ndarray) -> set[int]:
+    rows = np.flatnonzero(mask)
+    scores = vectors[rows] @ query
+    return set(rows[np.argpartition(-scores, TOP)[:TOP]].tolist())
+
+
+def _recalls(store: QdrantEdgeDenseStore, vectors: np.ndarray, mask: np.ndarray, key: str,
+             queries: np.ndarray) -> np.ndarray:
+    out = []
+    for q in queries:
+        hits = store.search(q.tolist(), TOP, filter={key: "in"})
+        out.append(len(_exact_top(vectors, mask, q) & {int(h.id[1:]) for h in hits}) / TOP)
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def graph_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[QdrantEdgeDenseStore, np.ndarray, dict[
+        str, np.ndarray], np.ndarray]]:
+    """100k clustered 384-d vectors on the default dense store, which grows its graph at 100k, the filter keys
+    declared (their payload indexes exist before the graph), written in chunks as the engine writes an add."""
+    centers = np.random.default_rng(99).normal(size=(CLUSTERS, DIM)).astype(np.float32)
+    vectors, labels = _clustered(GRAPH_POINTS, 0, centers)
+    queries, _ = _clustered(50, 5, centers)
+    masks = _scopes(labels)
+    keys = sorted(masks)
+    path: Path = tmp_path_factory.mktemp("graph") / "dense"
+    store = QdrantEdgeDenseStore(HashingEmbedding(dim=DIM), path=path, index_keys=keys)
+    with store.deferred_maintenance():
+        for start in range(0, len(vectors), 10_000):
+            rows = range(start, start + 10_000)
+            metas = [{k: "in" if masks[k][r] else "out" for k in keys} for r in rows]
+            store.add([f"d{r}" for r in rows], [""] * len(rows), metas, vectors[start:start + 10_000])
+    yield store, vectors, masks, queries
+    store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["region_35", "region_45", "region_70", "spread_35", "spread_45"])
+def test_filtered_recall_on_the_graph_matches_exact_search(graph_store, key: str) -> None:  # type: ignore[no-untyped-def]
+    store, vectors, masks, queries = graph_store
+    assert store.index == GRAPH_KIND  # the shard walks a graph: what the filters below are about
+    assert store.filtered_search == "auto"
+    recalls = _recalls(store, vectors, masks[key], key, queries)
+    assert recalls.mean() >= 0.99
+    assert np.percentile(recalls, 5) >= 0.99
+
+
+@pytest.mark.slow
+def test_the_graph_walk_alone_misses_a_region_scope(graph_store) -> None:  # type: ignore[no-untyped-def]
+    """The fixture reaches the case the rule is for: Qdrant's plan alone walks the graph under a filter holding 35%
+    of the points and misses in-scope hits for queries outside the region (a test that can fail above)."""
+    store, vectors, masks, queries = graph_store
+    store.filtered_search = "graph"
+    try:
+        recalls = _recalls(store, vectors, masks["region_35"], "region_35", queries)
+    finally:
+        store.filtered_search = "auto"
+    assert np.percentile(recalls, 5) < 0.9
+
+
+def test_filtered_search_is_checked_and_small_graph_shards_answer_exactly(tmp_path: Path) -> None:
+    centers = np.random.default_rng(1).normal(size=(20, 32)).astype(np.float32)
+    vectors, labels = _clustered(3000, 2, centers)
+    queries, _ = _clustered(20, 3, centers)
+    mask = labels < 7  # a region: 7 of 20 clusters
+    with QdrantEdgeDenseStore(HashingEmbedding(dim=32), path=tmp_path / "d", index=GRAPH_KIND,
+                              index_keys=["t"]) as store:
+        with pytest.raises(InvalidArgumentError, match="filtered_search"):
+            store.filtered_search = "fast"
+        store.add([f"d{i}" for i in range(len(vectors))], [""] * len(vectors),
+                  [{"t": "in" if m else "out"} for m in mask], vectors)
+        store.optimize()
+        assert store.unoptimized_points() == 0  # the graph is built over every point
+        for setting in FILTERED_SEARCH:
+            store.filtered_search = setting
+            assert all(r == 1.0 for r in _recalls(store, vectors, mask, "t", queries)) or setting != "auto"
+
+
+def test_filtered_plan() -> None:
+    assert filtered_plan("auto", lambda: 0.5) == "exact"
+    assert filtered_plan("auto", lambda: 0.99) == "acorn"
+    assert filtered_plan("acorn", lambda: 0.1) == "acorn"
+    assert filtered_plan("graph", lambda: 0.1) == "graph"
