@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TOP_K",
     "MAX_WEIGHT",
     "RESERVED_METADATA_PREFIX",
+    "WEIGHTS_ARE",
     "CheckedList",
     "check_id",
     "check_ids",
@@ -47,6 +48,7 @@ __all__ = [
     "check_str",
     "check_top_k",
     "check_unicode",
+    "check_weight_values",
     "check_weights",
     "shown",
     "validate_batch",
@@ -66,6 +68,8 @@ MAX_TOP_K = 10_000
 #: The largest source weight. Weights are relative (the seeds' settings use 0-5); a huge finite one (1.7e308) would
 #: make fused scores infinite.
 MAX_WEIGHT = 1_000.0
+#: How a ``weights`` mapping is described in its error messages (one wording, every door).
+WEIGHTS_ARE = "source name to weight"
 #: The largest RRF constant: past it every rank contributes the same, and scores underflow to nothing useful.
 MAX_RRF_K = 1_000_000.0
 #: How deep metadata may nest (mappings and lists). Deeper values broke Qdrant's search for every query (depth
@@ -230,6 +234,23 @@ def check_mapping(value: object, name: str, what: str) -> Mapping[Any, Any]:
     return value
 
 
+def check_weight_values(weights: object) -> dict[str, float]:
+    """The values of a ``weights`` mapping checked, once, where the mapping enters (the options, the settings): each
+    a finite number from 0 to :data:`MAX_WEIGHT`, the message naming its source. Which names are sources is the
+    reader's to resolve (an engine knows its sources); the values are not checked again.
+
+    Raises:
+        InvalidTypeError: ``weights`` is not a mapping.
+        InvalidArgumentError: a weight that is NaN, infinite, negative or above :data:`MAX_WEIGHT`.
+
+    Example:
+        >>> check_weight_values({"keyword": 2})
+        {'keyword': 2.0}
+    """
+    given = check_mapping(weights, "weights", WEIGHTS_ARE)
+    return {name: check_number(value, f"weight of source {name!r}", high=MAX_WEIGHT) for name, value in given.items()}
+
+
 def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
     """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
 
@@ -249,7 +270,7 @@ def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -
         >>> check_weights(["dense", "keyword"], {"keyword": 0.5})
         {'dense': 1.0, 'keyword': 0.5}
     """
-    weights = check_mapping(weights or {}, "weights", "source name to weight")
+    weights = check_mapping(weights or {}, "weights", WEIGHTS_ARE)
     unknown = sorted(set(weights) - set(sources), key=str)
     if unknown:
         msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"

@@ -28,9 +28,9 @@ from rrf_retriever.engine.paths import Unscoped
 from rrf_retriever.engine.rerank import check_reranker, default_rerank_k
 from rrf_retriever.engine.settings import RetrievalSettings, check_dense_paths, check_diversity
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.scope.parse import normalize_exclude_ids, normalize_filter
+from rrf_retriever.scope.parse import Scope, normalize_exclude_ids, normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
-from rrf_retriever.validate import MAX_TOP_K, check_ids, check_int, check_mapping, check_number, check_top_k
+from rrf_retriever.validate import MAX_TOP_K, check_ids, check_int, check_number, check_top_k, check_weight_values
 from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["OPTION_ALIASES", "OPTION_NAMES", "SearchOptions", "as_options", "check_option_names", "resolve_top_k"]
@@ -70,8 +70,9 @@ class SearchOptions:
         normalize_exclude_ids,
         "Ids never to return (removed inside every store before its top-k)."))
     weights: Mapping[str, float] | None = field(default=None, metadata=_meta(
-        lambda w: MappingProxyType(dict(check_mapping(w, "weights", "source name to weight"))),
-        "Per-call weights by source (or dense path) name, merged over the settings' weights."))
+        lambda w: MappingProxyType(check_weight_values(w)),
+        "Per-call weights by source (or dense path) name, merged over the settings' weights (each a finite number "
+        "from 0 to 1,000: checked here, once; which names are sources, the engine resolves)."))
     offset: int = field(default=0, metadata=_meta(
         lambda n: check_int(n, "offset", 0, MAX_TOP_K),
         "Skip this many results: a page of ONE fused list (the legs fetch ``fetch_k`` whatever the offset)."))
@@ -129,15 +130,16 @@ class SearchOptions:
             raise InvalidArgumentError(msg)
 
     @property
-    def scope(self) -> tuple[NormalizedFilter | None, frozenset[str]]:
-        """The normalized filter and the excluded ids, as the stores take them.
+    def scope(self) -> Scope:
+        """The filter (parsed when the options were built) and the excluded ids, as the legs' requests carry them
+        (:class:`~rrf_retriever.stores.base.SearchRequest`): nothing parses them again.
 
         Example:
             >>> SearchOptions(filter={"lang": "en"}).scope
-            (Match(key='lang', values=('en',)), frozenset())
+            Scope(filter=Match(key='lang', values=('en',)), exclude_ids=frozenset())
         """
         excluded = cast("frozenset[str] | None", self.exclude_ids)
-        return cast("NormalizedFilter | None", self.filter), excluded or frozenset()
+        return Scope(cast("NormalizedFilter | None", self.filter), excluded or frozenset())
 
     @staticmethod
     def doc(name: str) -> str:

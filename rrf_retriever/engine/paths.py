@@ -23,13 +23,14 @@ Example:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from rrf_retriever.engine.legs import DenseLeg, Leg
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.parse import Scope, normalize_filter
 from rrf_retriever.scope.tree import AllOf, FilterSpec, NormalizedFilter
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import Hit
 
 __all__ = ["UNSCOPED", "DensePathLeg", "Unscoped", "main_dense_leg", "path_legs"]
@@ -67,13 +68,16 @@ class DensePathLeg(Leg):
     def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
         return bool(self.base.holds_gil)
 
-    def search(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-               exclude_ids: frozenset[str]) -> list[Hit]:
-        return self.base.search(query, vector, limit, self.within(flt), exclude_ids)
+    def scope_for(self, scope: Scope) -> Scope:
+        """This path's scope for a query scoped by ``scope``: its filter :meth:`within` the query's, the query's
+        exclusions. The engine builds the path's request with it: :meth:`search` hands that on unchanged."""
+        return Scope(self.within(scope.filter), scope.exclude_ids)
 
-    async def asearch(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-                      exclude_ids: frozenset[str]) -> list[Hit]:
-        return await self.base.asearch(query, vector, limit, self.within(flt), exclude_ids)
+    def search(self, request: SearchRequest) -> list[Hit]:
+        return self.base.search(request)
+
+    async def asearch(self, request: SearchRequest) -> list[Hit]:
+        return await self.base.asearch(request)
 
 
 def main_dense_leg(legs: Mapping[str, Leg]) -> str:
