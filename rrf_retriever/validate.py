@@ -235,13 +235,8 @@ def check_mapping(value: object, name: str, what: str) -> Mapping[Any, Any]:
 
 
 def check_weight_values(weights: object) -> dict[str, float]:
-    """The values of a ``weights`` mapping checked, once, where the mapping enters (the options, the settings): each
-    a finite number from 0 to :data:`MAX_WEIGHT`, the message naming its source. Which names are sources is the
-    reader's to resolve (an engine knows its sources); the values are not checked again.
-
-    Raises:
-        InvalidTypeError: ``weights`` is not a mapping.
-        InvalidArgumentError: a weight that is NaN, infinite, negative or above :data:`MAX_WEIGHT`.
+    """Each value of a ``weights`` mapping checked (a finite number, 0 to :data:`MAX_WEIGHT`; the message names its
+    source), once, where the mapping enters (options, settings); which names are sources is the reader's to resolve.
 
     Example:
         >>> check_weight_values({"keyword": 2})
@@ -252,19 +247,8 @@ def check_weight_values(weights: object) -> dict[str, float]:
 
 
 def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
-    """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
-
-    Args:
-        sources: The source names.
-        weights: ``{source: weight}`` or None.
-
-    Returns:
-        ``{source: weight}`` for every source.
-
-    Raises:
-        InvalidTypeError: ``weights`` is not a mapping.
-        InvalidArgumentError: a weight that is NaN, infinite or negative (the message names the source), or a
-            weight for a source that is not among ``sources``.
+    """Resolve weights (``{source: weight}`` or None) for ``sources``: missing means 1.0; not a mapping, a weight for
+    a source not among ``sources``, NaN, infinite or negative are our errors (naming the source).
 
     Example:
         >>> check_weights(["dense", "keyword"], {"keyword": 0.5})

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rrf_retriever.engine.paths import UNSCOPED, Unscoped
+from rrf_retriever.engine.paths import UNSCOPED, DensePaths, Unscoped
 from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.fusion import DEFAULT_RRF_K, FUSIONS
@@ -58,6 +58,7 @@ MIN_FETCH_K = 40
 #: 5,002 legs in 10-18 s.
 MAX_DENSE_PATHS = 8
 OnError = Literal["degrade", "raise"]
+_NO_PATHS = DensePaths({}, {})
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class RetrievalSettings:
             check_top_k(self.rerank_k, "rerank_k")
         if self.expand_limit is not None:
             check_top_k(self.expand_limit, "expand_limit")
-        object.__setattr__(self, "dense_paths", MappingProxyType(check_dense_paths(self.dense_paths) or {}))
+        object.__setattr__(self, "dense_paths", check_dense_paths(self.dense_paths) or _NO_PATHS)
         if not isinstance(self.weak_legs, bool):
             msg = f"weak_legs must be True or False, got {self.weak_legs!r}"
             raise InvalidArgumentError(msg)
@@ -197,37 +198,40 @@ def check_diversity(value: object) -> float:
     return check_number(value, "diversity (the MMR lambda)", high=1.0)
 
 
-def check_dense_paths(paths: object) -> dict[str, FilterSpec | Unscoped | None] | None:
+def check_dense_paths(paths: object) -> DensePaths | None:
     """Validate ``dense_paths`` (``{name: filter, None or UNSCOPED}``): at most :data:`MAX_DENSE_PATHS` of them,
     names are non-empty strings, filters parse.
 
-    The filters are kept as given (JSON-able for ``to_dict``); the query normalizes them.
+    The filters are kept as given (JSON-able for ``to_dict``) and parsed (:class:`~rrf_retriever.engine.paths.
+    DensePaths`: a query searches with the parsed trees); validated paths pass through.
 
     Example:
         >>> check_dense_paths({"dense_all": None})
         {'dense_all': None}
     """
-    if paths is None:
-        return None
+    if paths is None or isinstance(paths, DensePaths):
+        return paths
     given = check_mapping(paths, "dense_paths", "path name to its filter (or None: the query's scope alone)")
     if len(given) > MAX_DENSE_PATHS:  # refused before any of its filters is parsed
         msg = f"dense_paths names {len(given)} paths; at most {MAX_DENSE_PATHS} are allowed (each is one more leg)"
         raise InvalidArgumentError(msg)
     out: dict[str, FilterSpec | Unscoped | None] = {}
+    parsed: dict[str, FilterNode | Unscoped | None] = {}
     nodes: list[FilterNode] = []
     for name, flt in given.items():
         if not check_str(name, "a dense_paths name"):
             msg = "dense_paths names must be non-empty strings"
             raise InvalidArgumentError(msg)
         if flt is UNSCOPED:  # the single-tenant opt-out, a Python object: no JSON request can name it
-            out[name] = flt
+            out[name] = parsed[name] = flt
             continue
         node = normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
         out[name] = None if flt is None else dict(check_mapping(flt, f"dense_paths[{name!r}]", "a filter"))
+        parsed[name] = node
         nodes.extend([] if node is None else [node])
     if len(nodes) > 1:  # one budget for the paths' filters together (MAX_FILTER_VALUES_TOTAL values in all)
         normalize_filter(AllOf(tuple(nodes)))
-    return out
+    return DensePaths(out, parsed)
 
 
 def refuse_all_zero(weights: dict[str, float]) -> dict[str, float]:
