@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -40,6 +40,15 @@ def _meta(check: Callable[[Any], Any], doc: str) -> dict[str, Any]:
     """What a field of :class:`SearchOptions` says besides its default: the check that validates (and normalizes)
     a given value, and its doc (shown in the class's doc and by ``SearchOptions.doc(name)``)."""
     return {"check": check, "doc": doc}
+
+
+def _check_depths(values: Mapping[str, Any]) -> None:
+    """The one check across options: a given ``fetch_k`` is not below a given ``top_k``."""
+    fetch_k, top_k = values["fetch_k"], values["top_k"]
+    if fetch_k is not None and top_k is not None and fetch_k < top_k:  # below the settings' top_k: raised to it
+        msg = (f"fetch_k ({fetch_k}) is below top_k ({top_k}): each leg must fetch at least top_k hits; raise "
+               "fetch_k or leave it out")
+        raise InvalidArgumentError(msg)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,11 +132,7 @@ class SearchOptions:
             if value is None and default is None:
                 continue  # not given
             values[name] = check(value)  # into the instance dict: frozen refuses setattr, object.__setattr__ is slower
-        fetch_k, top_k = values["fetch_k"], values["top_k"]
-        if fetch_k is not None and top_k is not None and fetch_k < top_k:  # below the settings' top_k: raised to it
-            msg = (f"fetch_k ({fetch_k}) is below top_k ({top_k}): each leg must fetch at least top_k hits; raise "
-                   "fetch_k or leave it out")
-            raise InvalidArgumentError(msg)
+        _check_depths(values)
 
     @property
     def scope(self) -> Scope:
@@ -163,7 +168,8 @@ class SearchOptions:
         return as_options(None, **kwargs)
 
     def merged(self, **kwargs: Any) -> SearchOptions:
-        """These options with ``kwargs`` over them (validated again; ``k`` is ``top_k``).
+        """These options with ``kwargs`` over them (``k`` is ``top_k``): only ``kwargs`` are validated, these
+        options' values were when they were built (a filter is not parsed again).
 
         Example:
             >>> SearchOptions(top_k=3, offset=6).merged(k=4).top_k
@@ -174,7 +180,13 @@ class SearchOptions:
         check_option_names(kwargs)
         if "k" in kwargs:
             kwargs["top_k"] = resolve_top_k(kwargs.pop("top_k", None), kwargs.pop("k"))
-        return SearchOptions(**kwargs) if self is _DEFAULT else replace(self, **kwargs)
+        given = SearchOptions(**kwargs)
+        if self is _DEFAULT:
+            return given
+        out = object.__new__(SearchOptions)  # a copy, not built again: as resolved()
+        vars(out).update(vars(self), **{name: vars(given)[name] for name in kwargs})
+        _check_depths(vars(out))
+        return out
 
     def resolved(self, settings: RetrievalSettings) -> SearchOptions:
         """These options as one query reads them: an option left to the settings takes the settings' value

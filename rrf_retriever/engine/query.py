@@ -9,7 +9,7 @@ a query decides is here, once.
 Example:
     >>> from rrf_retriever.engine.legs import as_leg
     >>> from rrf_retriever.engine.options import SearchOptions
-    >>> from rrf_retriever.engine.settings import RetrievalSettings, refuse_all_zero
+    >>> from rrf_retriever.engine.settings import RetrievalSettings
     >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> legs = {"keyword": as_leg("keyword", FTS5KeywordStore())}
     >>> q = prepare(legs, RetrievalSettings(weights={"keyword": 1.0}), "hello", SearchOptions(top_k=5))
@@ -192,7 +192,7 @@ def _weights(legs: Mapping[str, Leg], settings: RetrievalSettings, weights: Mapp
              paths: list[str]) -> dict[str, float]:
     """The query's weight per source and per dense path: the call's, else the settings', else 1.0 (a path: the
     main dense leg's). The values are trusted (the options and the settings validated them when built): only the
-    names are resolved here, and the all-zero rule (:meth:`RetrievalSettings.merged_weights`)."""
+    names are resolved here (:meth:`RetrievalSettings.merged_weights`), and the all-zero rule."""
     if not paths:
         return dict(settings.weights) if weights is None else refuse_all_zero(settings.merged_weights(weights))
     given = weights or {}

@@ -37,6 +37,7 @@ from rrf_retriever.scope.parse import Scope, normalize_scope
 from rrf_retriever.scope.tree import FilterNode, FilterSpec
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import check_limit, check_str
+from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["NO_SCOPE", "BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "KnowsDimension", "RequestSearch",
            "SearchRequest", "StoreBase", "VectorSource", "WritesThrough"]
@@ -267,15 +268,17 @@ class SearchRequest:
         filter: FilterSpec | FilterNode | Scope | None = None,
         exclude_ids: Iterable[str] | None = None,
     ) -> SearchRequest:
-        """The door of a store's ``search``: its arguments validated once (the query a string, ``limit`` in range,
-        the filter parsed into a :class:`~rrf_retriever.scope.parse.Scope`; a ``Scope`` passes through) as a request.
-        The vector is the store's to convert (its backend's type).
+        """The door of a store's ``search``: its arguments validated once (the query a string, the vector a list of
+        finite floats, ``limit`` in range, the filter parsed into a :class:`~rrf_retriever.scope.parse.Scope`; a
+        ``Scope`` passes through) as a request.
 
         Raises:
             InvalidTypeError / InvalidArgumentError: a bad query, limit or ``exclude_ids``.
+            DimensionMismatchError: an empty vector, or one holding NaN or infinity.
             InvalidFilterError: a malformed filter.
         """
-        return cls(kind, check_str(query, "query"), vector, check_limit(limit), normalize_scope(filter, exclude_ids))
+        checked = None if vector is None else to_float_vector(vector, "the query vector")
+        return cls(kind, check_str(query, "query"), checked, check_limit(limit), normalize_scope(filter, exclude_ids))
 
 
 @runtime_checkable

@@ -39,7 +39,6 @@ from rrf_retriever.stores.qdrant.resolve import resolve_steps
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit
-from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["READING", "PreparedScope", "QdrantStore"]
 
@@ -310,7 +309,7 @@ class QdrantStore(StoreBase):
         self, vector: Sequence[float] | None, limit: int, scope: PreparedScope
     ) -> Steps[list[Hit]]:
         ready = yield from self._ready_steps()
-        query = to_float_vector(vector, "the query vector")
+        query = [] if vector is None else list(vector)  # finite floats: its door or the engine's embedding checked
         if self._dimension is not None and len(query) != self._dimension:
             msg = f"the query vector has dimension {len(query)}, the collection {self._dimension}"
             raise DimensionMismatchError(msg)

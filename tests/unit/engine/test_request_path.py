@@ -210,9 +210,13 @@ def test_a_dense_path_gets_its_own_request_within_the_query_scope(tmp_path: Path
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     engine, received = _separate(tmp_path)
     with engine, recorded(monkeypatch) as built:
+        engine.search("rocket orbit")
         received.clear()
-        result = engine.search("rocket orbit", filter={"session_id": [1, 3]}, exclude_ids=["d1"],
-                               dense_paths={"recent": {"n": {"$gte": 30}}})
+        with counted() as calls:
+            result = engine.search("rocket orbit", filter={"session_id": [1, 3]}, exclude_ids=["d1"],
+                                   dense_paths={"recent": {"n": {"$gte": 30}}})
+        assert calls.parses == 2  # the query's filter and the path's, each once (when the options were built)
+        del built[:-3]  # the warm-up's requests
         assert [h.id for h in result.hits if "recent" in h.ranks]
         assert len(built) == len(received) == 3 and {id(r) for r in received} == {id(r) for r in built}
         query_scope = next(r.scope for r in built if r.kind == "keyword")
@@ -220,3 +224,14 @@ def test_a_dense_path_gets_its_own_request_within_the_query_scope(tmp_path: Path
         assert len(narrowed) == 1 and narrowed[0].kind == "dense"
         assert isinstance(narrowed[0].scope.filter, AllOf) and narrowed[0].scope.filter.parts[0] is query_scope.filter
         assert narrowed[0].scope.exclude_ids == query_scope.exclude_ids == frozenset({"d1"})
+
+
+def test_the_settings_dense_paths_are_parsed_when_set_not_per_query(tmp_path: Path) -> None:
+    engine, _ = _separate(tmp_path)
+    with engine:
+        engine.update_settings(dense_paths={"recent": {"n": {"$gte": 30}}})
+        engine.search("rocket orbit")
+        with counted() as calls:
+            result = engine.search("rocket orbit", filter={"session_id": [1, 3]})
+        assert [h.id for h in result.hits if "recent" in h.ranks]
+        assert calls.parses == 1  # the query's filter; the path's was parsed when the settings took it
