@@ -44,13 +44,19 @@ __all__ = [
     "calibrated_score_fusion",
     "distribution_based_score_fusion",
     "fuse",
+    "fuse_validated",
     "normalize_scores",
     "relative_score_fusion",
     "weighted_rrf",
 ]
 
-#: The RRF constant of Cormack et al. (2009), also LangChain's and Elasticsearch's default.
+#: The RRF constant of Cormack et al. (2009), also LangChain's and Elasticsearch's default, and the hybrid engine's
+#: (its ``rrf_k`` setting) unless told otherwise: chosen across five collections, leave-one-collection-out
+#: (benchmarks/bench_collections.py, benchmarks/RESULTS.md): the k=2 tuned on SciFact alone lost on collections nobody
+#: tuned on (worst margin over the best anchor -0.030 vs -0.017).
 DEFAULT_RRF_K = 60.0
+#: How one source's hits become their contributions (before the weight), by position.
+Contribution = Callable[[str, Sequence[Hit]], list[float]]
 
 
 def _check_ranked(ranked: Mapping[str, Sequence[Hit]]) -> None:
@@ -82,17 +88,28 @@ def _deduped(hits: Sequence[Hit]) -> Sequence[Hit]:
 def _fuse(
     ranked: Mapping[str, Sequence[Hit]],
     weights: Mapping[str, float] | None,
-    contribution: Callable[[str, Sequence[Hit]], list[float]],
+    contribution: Contribution,
     limit: int | None,
 ) -> list[FusedHit]:
-    """The shared loop: dedup, zero-weight guard, weighted sum, deterministic order, ``limit``.
+    """The public functions' door: ``ranked``, ``weights`` and ``limit`` checked, then :func:`_fused`."""
+    _check_ranked(ranked)
+    resolved = check_weights(list(ranked), weights)
+    return _fused(ranked, resolved, contribution, None if limit is None else check_int(limit, "limit", 0))
+
+
+def _fused(
+    ranked: Mapping[str, Sequence[Hit]],
+    resolved: Mapping[str, float],
+    contribution: Contribution,
+    limit: int | None,
+) -> list[FusedHit]:
+    """The shared loop over checked inputs (a weight for every source): dedup, zero-weight guard, weighted sum,
+    deterministic order, ``limit``.
 
     Per-source ranks and raw scores are looked up only for the documents that make the cut, so the cost is
     one dictionary update per input hit plus the selection of the best ``limit``.
     """
-    _check_ranked(ranked)
-    resolved = check_weights(list(ranked), weights)
-    if limit is not None and check_int(limit, "limit", 0) == 0:
+    if limit == 0:
         return []
     score: dict[str, float] = {}
     best: dict[str, tuple[int, Hit]] = {}  # id -> (best rank, the hit of that source: its text and metadata)
@@ -156,7 +173,7 @@ def weighted_rrf(
         ranked: ``{source: hits best first}``.
         weights: ``{source: weight >= 0}``; missing sources weigh 1.0.
         k: The RRF constant, finite and >= 0 (default 60, the paper's). Larger k flattens the rank curve. The
-            hybrid retriever's default is 60 too (``engine.settings.DEFAULT_HYBRID_RRF_K``).
+            hybrid engine's default is this one too (:data:`DEFAULT_RRF_K`).
         limit: Keep only the best ``limit`` results (None: all).
 
     Returns:
@@ -168,12 +185,16 @@ def weighted_rrf(
         >>> [(h.id, h.score, dict(h.ranks)) for h in out]
         [('x', 2.0, {'a': 1}), ('y', 2.0, {'a': 2, 'b': 1})]
     """
-    k_value = check_number(k, "k")
+    return _fuse(ranked, weights, _rrf(check_number(k, "k")), limit)
+
+
+def _rrf(k: float) -> Contribution:
+    """RRF's contribution, ``1 / (k + rank)``."""
 
     def contribution(_source: str, hits: Sequence[Hit]) -> list[float]:
-        return [1.0 / (k_value + rank) for rank in range(1, len(hits) + 1)]
+        return [1.0 / (k + rank) for rank in range(1, len(hits) + 1)]
 
-    return _fuse(ranked, weights, contribution, limit)
+    return contribution
 
 
 def _min_max(values: Sequence[float]) -> list[float]:
@@ -213,10 +234,11 @@ def relative_score_fusion(
         [('x', 1.0), ('y', 0.0)]
     """
 
-    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
-        return _min_max(_finite_scores(source, hits)) if hits else []
+    return _fuse(ranked, weights, _relative, limit)
 
-    return _fuse(ranked, weights, contribution, limit)
+
+def _relative(source: str, hits: Sequence[Hit]) -> list[float]:
+    return _min_max(_finite_scores(source, hits)) if hits else []
 
 
 def distribution_based_score_fusion(
@@ -241,17 +263,18 @@ def distribution_based_score_fusion(
         [('x', 0.6667), ('y', 0.3333)]
     """
 
-    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
-        if not hits:
-            return []
-        scores = _finite_scores(source, hits)
-        sigma = _spread(scores)
-        if sigma == 0.0:
-            return [0.5] * len(scores)
-        lower = math.fsum(scores) / len(scores) - 3.0 * sigma
-        return [(s - lower) / (6.0 * sigma) for s in scores]
+    return _fuse(ranked, weights, _dbsf, limit)
 
-    return _fuse(ranked, weights, contribution, limit)
+
+def _dbsf(source: str, hits: Sequence[Hit]) -> list[float]:
+    if not hits:
+        return []
+    scores = _finite_scores(source, hits)
+    sigma = _spread(scores)
+    if sigma == 0.0:
+        return [0.5] * len(scores)
+    lower = math.fsum(scores) / len(scores) - 3.0 * sigma
+    return [(s - lower) / (6.0 * sigma) for s in scores]
 
 
 def _spread(scores: Sequence[float]) -> float:
@@ -294,19 +317,20 @@ def calibrated_score_fusion(
         [('x', 0.7311), ('y', 0.2689)]
     """
 
-    def contribution(source: str, hits: Sequence[Hit]) -> list[float]:
-        if not hits:
-            return []
-        scores = _finite_scores(source, hits)
-        sigma = _spread(scores)
-        if sigma == 0.0:
-            return [0.5] * len(scores)
-        ordered = sorted(scores)
-        half = len(ordered) // 2
-        median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2.0
-        return [_sigmoid((s - median) / sigma) for s in scores]
+    return _fuse(ranked, weights, _calibrated, limit)
 
-    return _fuse(ranked, weights, contribution, limit)
+
+def _calibrated(source: str, hits: Sequence[Hit]) -> list[float]:
+    if not hits:
+        return []
+    scores = _finite_scores(source, hits)
+    sigma = _spread(scores)
+    if sigma == 0.0:
+        return [0.5] * len(scores)
+    ordered = sorted(scores)
+    half = len(ordered) // 2
+    median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2.0
+    return [_sigmoid((s - median) / sigma) for s in scores]
 
 
 H = TypeVar("H", Hit, FusedHit)
@@ -360,3 +384,30 @@ def fuse(
     if method == "rrf":
         return weighted_rrf(ranked, weights, k=rrf_k, limit=limit)
     return FUSIONS[method](ranked, weights, limit=limit)
+
+
+#: The score fusions' contributions by method name (RRF's depends on its ``k``: :func:`_rrf`).
+_SCORE_CONTRIBUTIONS: Mapping[str, Contribution] = MappingProxyType(
+    {"relative_score": _relative, "dbsf": _dbsf, "calibrated": _calibrated}
+)
+
+
+def fuse_validated(
+    method: str,
+    ranked: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    rrf_k: float,
+    limit: int | None,
+) -> list[FusedHit]:
+    """:func:`fuse` over inputs validated where they entered, as the engine holds them: ``method`` one of
+    :data:`FUSIONS` and ``rrf_k`` in range (the settings checked both), ``weights`` a checked weight for every source
+    of ``ranked`` (the options and the settings), ``limit`` >= 0. Nothing is checked again; a caller with raw
+    inputs calls :func:`fuse` or the functions above, which check them.
+
+    Example:
+        >>> [h.id for h in fuse_validated("rrf", {"a": [Hit("x"), Hit("y")], "b": [Hit("y")]}, {"a": 1.0, "b": 1.0},
+        ...                               60.0, None)]
+        ['y', 'x']
+    """
+    contribution = _rrf(rrf_k) if method == "rrf" else _SCORE_CONTRIBUTIONS[method]
+    return _fused(ranked, weights, contribution, limit)

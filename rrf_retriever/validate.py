@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TOP_K",
     "MAX_WEIGHT",
     "RESERVED_METADATA_PREFIX",
+    "WEIGHTS_ARE",
     "CheckedList",
     "check_id",
     "check_ids",
@@ -47,6 +48,7 @@ __all__ = [
     "check_str",
     "check_top_k",
     "check_unicode",
+    "check_weight_values",
     "check_weights",
     "shown",
     "validate_batch",
@@ -66,6 +68,8 @@ MAX_TOP_K = 10_000
 #: The largest source weight. Weights are relative (the seeds' settings use 0-5); a huge finite one (1.7e308) would
 #: make fused scores infinite.
 MAX_WEIGHT = 1_000.0
+#: How a ``weights`` mapping is described in its error messages (one wording, every door).
+WEIGHTS_ARE = "source name to weight"
 #: The largest RRF constant: past it every rank contributes the same, and scores underflow to nothing useful.
 MAX_RRF_K = 1_000_000.0
 #: How deep metadata may nest (mappings and lists). Deeper values broke Qdrant's search for every query (depth
@@ -230,26 +234,27 @@ def check_mapping(value: object, name: str, what: str) -> Mapping[Any, Any]:
     return value
 
 
+def check_weight_values(weights: object) -> dict[str, float]:
+    """Each value of a ``weights`` mapping checked (a finite number, 0 to :data:`MAX_WEIGHT`; the message names its
+    source), once, where the mapping enters (options, settings); which names are sources is the reader's to resolve.
+
+    Example:
+        >>> check_weight_values({"keyword": 2})
+        {'keyword': 2.0}
+    """
+    given = check_mapping(weights, "weights", WEIGHTS_ARE)
+    return {name: check_number(value, f"weight of source {name!r}", high=MAX_WEIGHT) for name, value in given.items()}
+
+
 def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
-    """Resolve weights for ``sources``: missing means 1.0; unknown sources and bad values are errors.
-
-    Args:
-        sources: The source names.
-        weights: ``{source: weight}`` or None.
-
-    Returns:
-        ``{source: weight}`` for every source.
-
-    Raises:
-        InvalidTypeError: ``weights`` is not a mapping.
-        InvalidArgumentError: a weight that is NaN, infinite or negative (the message names the source), or a
-            weight for a source that is not among ``sources``.
+    """Resolve weights (``{source: weight}`` or None) for ``sources``: missing means 1.0; not a mapping, a weight for
+    a source not among ``sources``, NaN, infinite or negative are our errors (naming the source).
 
     Example:
         >>> check_weights(["dense", "keyword"], {"keyword": 0.5})
         {'dense': 1.0, 'keyword': 0.5}
     """
-    weights = check_mapping(weights or {}, "weights", "source name to weight")
+    weights = check_mapping(weights or {}, "weights", WEIGHTS_ARE)
     unknown = sorted(set(weights) - set(sources), key=str)
     if unknown:
         msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"

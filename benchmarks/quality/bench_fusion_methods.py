@@ -24,16 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: t
 from benchmarks.common.beir import Bundle, load_bundle
 from benchmarks.common.embedders import PrecomputedEmbedding
 from benchmarks.common.paths import RESULTS
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K
 from rrf_retriever.evaluation import evaluate
-from rrf_retriever.fusion import distribution_based_score_fusion, relative_score_fusion, weighted_rrf
+from rrf_retriever.fusion import DEFAULT_RRF_K, distribution_based_score_fusion, relative_score_fusion, weighted_rrf
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
 from rrf_retriever.types import Hit
 
 METHODS: dict[str, Callable[..., list]] = {
     "rrf (k=60)": lambda ranked, w: weighted_rrf(ranked, w, k=60, limit=100),
-    "rrf (k=2, the default)": lambda ranked, w: weighted_rrf(ranked, w, k=DEFAULT_HYBRID_RRF_K, limit=100),
+    "rrf (k=2, the default)": lambda ranked, w: weighted_rrf(ranked, w, k=DEFAULT_RRF_K, limit=100),
     "relative_score": lambda ranked, w: relative_score_fusion(ranked, w, limit=100),
     "dbsf": lambda ranked, w: distribution_based_score_fusion(ranked, w, limit=100),
 }

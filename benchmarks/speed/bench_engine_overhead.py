@@ -30,7 +30,7 @@ HITS = [Hit(f"d{i}", "", {}, 1.0 - i / 20) for i in range(20)]
 class InstantKeywordLeg(Leg):
     kind = "keyword"
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(self, request):  # type: ignore[no-untyped-def]
         return HITS
 
 

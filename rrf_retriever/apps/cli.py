@@ -45,8 +45,9 @@ from rrf_retriever.apps.console import (
     trace_table,
 )
 from rrf_retriever.apps.tune_command import register_tune_command
-from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import RRFRetrieverError
+from rrf_retriever.fusion import DEFAULT_RRF_K
 from rrf_retriever.metadata import public_result_dict
 
 __all__ = ["app", "main"]
@@ -193,7 +194,7 @@ def search_command(
                                                                           "(default: top-k)."),
     semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
     keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
-    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
+    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_RRF_K:g})."),
     explain: bool = typer.Option(False, "--explain", help="Show raw leg scores and the per-leg trace."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits and the trace as JSON."),
 ) -> None:
@@ -245,7 +246,7 @@ def eval_command(
                                                       "(default minilm)."),
     semantic_weight: float | None = typer.Option(None, help=_DENSE_WEIGHT_HELP),
     keyword_weight: float | None = typer.Option(None, help=_KEYWORD_WEIGHT_HELP),
-    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_HYBRID_RRF_K:g})."),
+    rrf_k: float | None = typer.Option(None, help=f"The RRF constant k (default {DEFAULT_RRF_K:g})."),
     keep_self_matches: bool = typer.Option(
         False, "--keep-self-matches", help="Keep a retrieved document whose id equals the query id (default: drop "
                                            "it, as BEIR does for ArguAna)."),

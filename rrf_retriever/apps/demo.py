@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from rrf_retriever import strict_json
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine import DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError
+from rrf_retriever.fusion import DEFAULT_RRF_K
 
 __all__ = ["DemoQuery", "DemoReport", "default_demo_index_dir", "load_demo_queries", "main", "run_demo"]
 
@@ -231,7 +232,7 @@ def run_demo(index_dir: Path | str | None = None, *, rebuild: bool = False, cons
     queries = load_demo_queries()
     console.rule("[bold]rrf-retriever demo[/bold]: dense (MiniLM + Qdrant) + keyword (BM25 sparse vectors), "
                  "weighted RRF")
-    console.print(f"score(d) = Σ_leg weight_leg / (k + rank_leg(d)), k = {DEFAULT_HYBRID_RRF_K:g}, weights "
+    console.print(f"score(d) = Σ_leg weight_leg / (k + rank_leg(d)), k = {DEFAULT_RRF_K:g}, weights "
                   f"dense {MODES['hybrid']['dense']:g} / keyword {MODES['hybrid']['keyword']:g} (the defaults). "
                   "Columns: dense rank and keyword rank "
                   "(1-based, '-' = that leg did not return it), fused score. ✔ marks a relevant document.\n",

@@ -48,7 +48,7 @@ from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
 from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
-from rrf_retriever.engine.settings import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
+from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
 from rrf_retriever.engine.stages import Expand, NeighbourExpansion
 from rrf_retriever.engine.writes import WriteUnit
 from rrf_retriever.errors import (
@@ -57,11 +57,12 @@ from rrf_retriever.errors import (
     InvalidFilterError,
     InvalidTypeError,
 )
+from rrf_retriever.fusion import DEFAULT_RRF_K
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import Record, SearchResult
-from rrf_retriever.validate import check_ids, check_mapping
+from rrf_retriever.validate import WEIGHTS_ARE, check_ids, check_mapping
 
 __all__ = ["HybridEngine"]
 
@@ -75,7 +76,7 @@ class HybridEngine(SharedHandle):
         sources: ``{name: store or Leg}``; a store with an ``embedding`` attribute is a dense leg.
         weights: ``{name: weight}``; a source not named weighs :data:`DEFAULT_LEG_WEIGHTS` of its kind (keyword
             stores 1.25, others 1.0).
-        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 60).
+        rrf_k: The RRF constant (default :data:`~rrf_retriever.fusion.DEFAULT_RRF_K`, 60).
         top_k: Results per query (default 10).
         fetch_k: Hits per leg (default ``max(2 * top_k, 40)``).
         leg_timeout: Seconds each leg (and the query embedding) may take; None = no limit.
@@ -103,7 +104,7 @@ class HybridEngine(SharedHandle):
         sources: Mapping[str, Any],
         weights: Mapping[str, float] | None = None,
         *,
-        rrf_k: float = DEFAULT_HYBRID_RRF_K,
+        rrf_k: float = DEFAULT_RRF_K,
         top_k: int = 10,
         fetch_k: int | None = None,
         leg_timeout: float | None = None,
@@ -123,7 +124,7 @@ class HybridEngine(SharedHandle):
                 msg = f"source names must be non-empty strings, got {name!r}"
                 raise InvalidTypeError(msg)
         self._legs: dict[str, Leg] = {name: as_leg(name, src) for name, src in sources.items()}
-        weights = dict(check_mapping(weights or {}, "weights", "source name to weight"))
+        weights = dict(check_mapping(weights or {}, "weights", WEIGHTS_ARE))
         unknown = sorted(set(weights) - set(self._legs))
         if unknown:
             msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(self._legs)}"

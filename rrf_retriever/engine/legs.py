@@ -8,7 +8,9 @@ framework retriever) is read-only. The write unit calls the same four methods on
 Example:
     >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
     >>> leg = as_leg("keyword", FTS5KeywordStore())
-    >>> leg.add(["a"], ["hybrid search"], [{}], None); [h.id for h in leg.search("search", None, 5, None, frozenset())]
+    >>> from rrf_retriever.stores.base import SearchRequest
+    >>> leg.add(["a"], ["hybrid search"], [{}], None)
+    >>> [h.id for h in leg.search(SearchRequest("keyword", "search", None, 5))]
     ['a']
 """
 
@@ -21,7 +23,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from rrf_retriever.errors import DimensionMismatchError, InvalidTypeError
 from rrf_retriever.scope.parse import Scope
 from rrf_retriever.scope.tree import NormalizedFilter, matches
-from rrf_retriever.stores.base import BatchSearch, DenseStore, KeywordStore, KnowsDimension
+from rrf_retriever.stores.base import (
+    BatchSearch,
+    DenseStore,
+    KeywordStore,
+    KnowsDimension,
+    RequestSearch,
+    SearchRequest,
+)
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_TOP_K
 
@@ -38,7 +47,9 @@ class Leg:
     """One ranked source of a hybrid query. Subclasses implement :meth:`search` (and may override ``asearch``).
 
     ``kind`` is ``"dense"`` (needs the query vector), ``"keyword"`` or ``"retriever"``. A read-only leg
-    (``writable = False``) is skipped by every write.
+    (``writable = False``) is skipped by every write. A leg searches with the
+    :class:`~rrf_retriever.stores.base.SearchRequest` the engine built for it (validated: a leg checks nothing
+    again) and hands it to its store unchanged.
     """
 
     kind: str = "retriever"
@@ -49,19 +60,18 @@ class Leg:
     #: True if this leg's search keeps Python's GIL for its whole run (the engine then starts it last).
     holds_gil: bool = False
 
-    def search(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
+    def search(self, request: SearchRequest) -> list[Hit]:
         raise NotImplementedError
 
-    async def asearch(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
+    async def asearch(self, request: SearchRequest) -> list[Hit]:
         import asyncio  # lazily, as everywhere here: only async callers (who have it loaded) pay its import
 
-        return await asyncio.to_thread(self.search, query, vector, limit, flt, exclude_ids)
+        return await asyncio.to_thread(self.search, request)
+
+    def scope_for(self, scope: Scope) -> Scope:
+        """The scope this leg searches within for a query scoped by ``scope`` (the query's, by default; a dense
+        path narrows it)."""
+        return scope
 
     def sits_out(self, query: str) -> str | None:
         """A reason not to call this leg for ``query`` (None: call it)."""
@@ -89,9 +99,32 @@ class StoreLeg(Leg):
         store = self.store
         return store if isinstance(store, BatchSearch) and store.batch_group is not None else None
 
+    @cached_property
+    def typed_store(self) -> RequestSearch | None:
+        """The store, if it has the typed entry ``search_request`` (:class:`~rrf_retriever.stores.base.
+        RequestSearch`: every store of this package), else None (its ``search`` door is called). Asked once."""
+        return self.store if isinstance(self.store, RequestSearch) else None
+
     @property
     def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
         return bool(self.store.holds_gil)
+
+    def searched(self, request: SearchRequest) -> Any:
+        """What a store's ``search`` door takes first: the text (keyword legs) or the vector (dense legs)."""
+        raise NotImplementedError
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        """The store's hits for ``request``, handed to its typed entry as it is (ties ordered by id)."""
+        typed = self.typed_store
+        if typed is not None:
+            return ties_by_id(typed.search_request(request))
+        return ties_by_id(self.store.search(self.searched(request), request.limit, request.scope))
+
+    async def asearch(self, request: SearchRequest) -> list[Hit]:
+        typed = self.typed_store
+        if typed is not None:
+            return ties_by_id(await typed.asearch_request(request))
+        return ties_by_id(await self.store.asearch(self.searched(request), request.limit, request.scope))
 
     def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
         """Upsert a validated batch (``vectors``: this leg's embedding of ``texts``, None for keyword legs)."""
@@ -139,17 +172,8 @@ class KeywordLeg(StoreLeg):
 
     kind = "keyword"
 
-    def search(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
-        return ties_by_id(self.store.search(query, limit, Scope(flt, frozenset(exclude_ids))))
-
-    async def asearch(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
-        return ties_by_id(await self.store.asearch(query, limit, Scope(flt, frozenset(exclude_ids))))
+    def searched(self, request: SearchRequest) -> str:
+        return request.query
 
     def sits_out(self, query: str) -> str | None:
         analyzer = self.store.analyzer
@@ -170,17 +194,8 @@ class DenseLeg(StoreLeg):
         super().__init__(store)
         self.embedding = store.embedding
 
-    def search(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
-        return ties_by_id(self.store.search(vector, limit, Scope(flt, frozenset(exclude_ids))))
-
-    async def asearch(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
-        return ties_by_id(await self.store.asearch(vector, limit, Scope(flt, frozenset(exclude_ids))))
+    def searched(self, request: SearchRequest) -> Sequence[float] | None:
+        return request.vector
 
     def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], vectors: Vectors | None) -> None:
         self.store.add(ids, texts, metadatas, vectors=vectors)
@@ -237,7 +252,8 @@ class FunctionLeg(Leg):
     Example:
         >>> from rrf_retriever.scope.tree import Range
         >>> leg = FunctionLeg(lambda q, k: [Hit(str(i), metadata={"n": i}) for i in range(k)])
-        >>> [h.id for h in leg.search("q", None, 2, Range("n", gte=3), frozenset({"4"}))]
+        >>> scope = Scope(Range("n", gte=3), frozenset({"4"}))
+        >>> [h.id for h in leg.search(SearchRequest("retriever", "q", None, 2, scope))]
         ['3', '5']
     """
 
@@ -279,10 +295,8 @@ class FunctionLeg(Leg):
         return NotedHits(kept, f"post-filtered: the retriever cannot take the filter, so it was asked for up to "
                                f"{asked} hits; it returned {got}, of which {len(kept)} are in the scope")
 
-    def search(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
+    def search(self, request: SearchRequest) -> list[Hit]:
+        query, limit, (flt, exclude_ids) = request.query, request.limit, request.scope
         asked = self._asked(limit, flt, exclude_ids)
         if flt is None and not exclude_ids:
             return self._search(query, limit)[:limit]
@@ -294,12 +308,10 @@ class FunctionLeg(Leg):
                 return self._noted(kept, asked, len(hits))
             asked = more
 
-    async def asearch(
-        self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-        exclude_ids: frozenset[str],
-    ) -> list[Hit]:
+    async def asearch(self, request: SearchRequest) -> list[Hit]:
         if self._asearch is None:
-            return await super().asearch(query, vector, limit, flt, exclude_ids)
+            return await super().asearch(request)
+        query, limit, (flt, exclude_ids) = request.query, request.limit, request.scope
         if flt is None and not exclude_ids:
             return (await self._asearch(query, limit))[:limit]
         asked = self._asked(limit, flt, exclude_ids)

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -28,9 +28,9 @@ from rrf_retriever.engine.paths import Unscoped
 from rrf_retriever.engine.rerank import check_reranker, default_rerank_k
 from rrf_retriever.engine.settings import RetrievalSettings, check_dense_paths, check_diversity
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.scope.parse import normalize_exclude_ids, normalize_filter
+from rrf_retriever.scope.parse import Scope, normalize_exclude_ids, normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
-from rrf_retriever.validate import MAX_TOP_K, check_ids, check_int, check_mapping, check_number, check_top_k
+from rrf_retriever.validate import MAX_TOP_K, check_ids, check_int, check_number, check_top_k, check_weight_values
 from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["OPTION_ALIASES", "OPTION_NAMES", "SearchOptions", "as_options", "check_option_names", "resolve_top_k"]
@@ -40,6 +40,15 @@ def _meta(check: Callable[[Any], Any], doc: str) -> dict[str, Any]:
     """What a field of :class:`SearchOptions` says besides its default: the check that validates (and normalizes)
     a given value, and its doc (shown in the class's doc and by ``SearchOptions.doc(name)``)."""
     return {"check": check, "doc": doc}
+
+
+def _check_depths(values: Mapping[str, Any]) -> None:
+    """The one check across options: a given ``fetch_k`` is not below a given ``top_k``."""
+    fetch_k, top_k = values["fetch_k"], values["top_k"]
+    if fetch_k is not None and top_k is not None and fetch_k < top_k:  # below the settings' top_k: raised to it
+        msg = (f"fetch_k ({fetch_k}) is below top_k ({top_k}): each leg must fetch at least top_k hits; raise "
+               "fetch_k or leave it out")
+        raise InvalidArgumentError(msg)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,8 +79,9 @@ class SearchOptions:
         normalize_exclude_ids,
         "Ids never to return (removed inside every store before its top-k)."))
     weights: Mapping[str, float] | None = field(default=None, metadata=_meta(
-        lambda w: MappingProxyType(dict(check_mapping(w, "weights", "source name to weight"))),
-        "Per-call weights by source (or dense path) name, merged over the settings' weights."))
+        lambda w: MappingProxyType(check_weight_values(w)),
+        "Per-call weights by source (or dense path) name, merged over the settings' weights (each a finite number "
+        "from 0 to 1,000: checked here, once; which names are sources, the engine resolves)."))
     offset: int = field(default=0, metadata=_meta(
         lambda n: check_int(n, "offset", 0, MAX_TOP_K),
         "Skip this many results: a page of ONE fused list (the legs fetch ``fetch_k`` whatever the offset)."))
@@ -122,22 +132,19 @@ class SearchOptions:
             if value is None and default is None:
                 continue  # not given
             values[name] = check(value)  # into the instance dict: frozen refuses setattr, object.__setattr__ is slower
-        fetch_k, top_k = values["fetch_k"], values["top_k"]
-        if fetch_k is not None and top_k is not None and fetch_k < top_k:  # below the settings' top_k: raised to it
-            msg = (f"fetch_k ({fetch_k}) is below top_k ({top_k}): each leg must fetch at least top_k hits; raise "
-                   "fetch_k or leave it out")
-            raise InvalidArgumentError(msg)
+        _check_depths(values)
 
     @property
-    def scope(self) -> tuple[NormalizedFilter | None, frozenset[str]]:
-        """The normalized filter and the excluded ids, as the stores take them.
+    def scope(self) -> Scope:
+        """The filter (parsed when the options were built) and the excluded ids, as the legs' requests carry them
+        (:class:`~rrf_retriever.stores.base.SearchRequest`): nothing parses them again.
 
         Example:
             >>> SearchOptions(filter={"lang": "en"}).scope
-            (Match(key='lang', values=('en',)), frozenset())
+            Scope(filter=Match(key='lang', values=('en',)), exclude_ids=frozenset())
         """
         excluded = cast("frozenset[str] | None", self.exclude_ids)
-        return cast("NormalizedFilter | None", self.filter), excluded or frozenset()
+        return Scope(cast("NormalizedFilter | None", self.filter), excluded or frozenset())
 
     @staticmethod
     def doc(name: str) -> str:
@@ -161,7 +168,8 @@ class SearchOptions:
         return as_options(None, **kwargs)
 
     def merged(self, **kwargs: Any) -> SearchOptions:
-        """These options with ``kwargs`` over them (validated again; ``k`` is ``top_k``).
+        """These options with ``kwargs`` over them (``k`` is ``top_k``): only ``kwargs`` are validated, these
+        options' values were when they were built (a filter is not parsed again).
 
         Example:
             >>> SearchOptions(top_k=3, offset=6).merged(k=4).top_k
@@ -172,7 +180,13 @@ class SearchOptions:
         check_option_names(kwargs)
         if "k" in kwargs:
             kwargs["top_k"] = resolve_top_k(kwargs.pop("top_k", None), kwargs.pop("k"))
-        return SearchOptions(**kwargs) if self is _DEFAULT else replace(self, **kwargs)
+        given = SearchOptions(**kwargs)
+        if self is _DEFAULT:
+            return given
+        out = object.__new__(SearchOptions)  # a copy, not built again: as resolved()
+        vars(out).update(vars(self), **{name: vars(given)[name] for name in kwargs})
+        _check_depths(vars(out))
+        return out
 
     def resolved(self, settings: RetrievalSettings) -> SearchOptions:
         """These options as one query reads them: an option left to the settings takes the settings' value

@@ -23,16 +23,18 @@ Example:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from rrf_retriever.engine.legs import DenseLeg, Leg
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.parse import Scope, normalize_filter
 from rrf_retriever.scope.tree import AllOf, FilterSpec, NormalizedFilter
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import Hit
 
-__all__ = ["UNSCOPED", "DensePathLeg", "Unscoped", "main_dense_leg", "path_legs"]
+__all__ = ["UNSCOPED", "DensePathLeg", "DensePaths", "Unscoped", "main_dense_leg", "path_legs"]
 
 
 class Unscoped(enum.Enum):
@@ -43,6 +45,38 @@ class Unscoped(enum.Enum):
 
 #: A dense path's filter that searches the whole dense store, outside the query's scope (single-tenant use only).
 UNSCOPED = Unscoped.UNSCOPED
+
+
+class DensePaths(Mapping[str, "FilterSpec | Unscoped | None"]):
+    """Validated ``dense_paths`` (:func:`~rrf_retriever.engine.settings.check_dense_paths` makes them): read as the
+    mapping given (JSON-able: ``to_dict`` shows it), and ``parsed``, each path's filter tree, parsed once when they
+    were validated: a query's :func:`path_legs` searches with those, not parsing them again.
+
+    Example:
+        >>> from rrf_retriever.scope.tree import Match
+        >>> paths = DensePaths({"recent": {"n": 1}}, {"recent": Match("n", (1,))})
+        >>> paths, paths.parsed["recent"]
+        ({'recent': {'n': 1}}, Match(key='n', values=(1,)))
+    """
+
+    __slots__ = ("_given", "parsed")
+
+    def __init__(self, given: Mapping[str, FilterSpec | Unscoped | None],
+                 parsed: Mapping[str, NormalizedFilter | Unscoped | None]) -> None:
+        self._given = dict(given)
+        self.parsed = MappingProxyType(dict(parsed))
+
+    def __getitem__(self, name: str) -> FilterSpec | Unscoped | None:
+        return self._given[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __repr__(self) -> str:
+        return repr(self._given)
 
 
 class DensePathLeg(Leg):
@@ -67,13 +101,16 @@ class DensePathLeg(Leg):
     def holds_gil(self) -> bool:  # type: ignore[override]  # a class attribute on Leg, a property here
         return bool(self.base.holds_gil)
 
-    def search(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-               exclude_ids: frozenset[str]) -> list[Hit]:
-        return self.base.search(query, vector, limit, self.within(flt), exclude_ids)
+    def scope_for(self, scope: Scope) -> Scope:
+        """This path's scope for a query scoped by ``scope``: its filter :meth:`within` the query's, the query's
+        exclusions. The engine builds the path's request with it: :meth:`search` hands that on unchanged."""
+        return Scope(self.within(scope.filter), scope.exclude_ids)
 
-    async def asearch(self, query: str, vector: Sequence[float] | None, limit: int, flt: NormalizedFilter | None,
-                      exclude_ids: frozenset[str]) -> list[Hit]:
-        return await self.base.asearch(query, vector, limit, self.within(flt), exclude_ids)
+    def search(self, request: SearchRequest) -> list[Hit]:
+        return self.base.search(request)
+
+    async def asearch(self, request: SearchRequest) -> list[Hit]:
+        return await self.base.asearch(request)
 
 
 def main_dense_leg(legs: Mapping[str, Leg]) -> str:
@@ -109,11 +146,12 @@ def path_legs(
         msg = f"dense_paths names {clash} are already source names; give each path a name of its own"
         raise InvalidArgumentError(msg)
     base = legs[main_dense_leg(legs)]
+    parsed = paths.parsed if isinstance(paths, DensePaths) else None  # validated: parsed when they were
     out: list[tuple[str, Leg]] = []
     for name, flt in paths.items():
         if flt is UNSCOPED:
             out.append((name, DensePathLeg(base, None, scoped=False)))
         else:
-            normalized: Any = normalize_filter(flt)
+            normalized: Any = normalize_filter(flt) if parsed is None else parsed[name]
             out.append((name, DensePathLeg(base, normalized)))
     return out

@@ -31,27 +31,22 @@ from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.legs import Leg, NotedHits
 from rrf_retriever.engine.options import SearchOptions
 from rrf_retriever.engine.paths import main_dense_leg, path_legs
-from rrf_retriever.engine.settings import RetrievalSettings
+from rrf_retriever.engine.settings import RetrievalSettings, refuse_all_zero
 from rrf_retriever.engine.stages import StageRun, Vectors, warn_degraded
 from rrf_retriever.engine.weak_legs import leg_views, weak_leg_weights
 from rrf_retriever.errors import (
     AllLegsFailedError,
     EmbeddingError,
-    InvalidArgumentError,
     RRFRetrieverError,
     StoreError,
 )
-from rrf_retriever.fusion import fuse
+from rrf_retriever.fusion import fuse_validated
 from rrf_retriever.relevance import query_level
+from rrf_retriever.scope.parse import Scope
 from rrf_retriever.scope.tree import NormalizedFilter
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import FusedHit, Hit, LegTrace, Record, SearchResult, Trace
-from rrf_retriever.validate import (
-    MAX_WEIGHT,
-    check_mapping,
-    check_number,
-    check_query,
-    check_weights,
-)
+from rrf_retriever.validate import check_query
 
 __all__ = ["Embedded", "LegOutcome", "Query", "empty_result", "finish", "prepare"]
 
@@ -65,9 +60,12 @@ class Query:
     Attributes:
         options: The call's options with the settings' values where they defer to them
             (:meth:`~rrf_retriever.engine.options.SearchOptions.resolved`): what the stages read.
-        top_k, flt, excl: ``options.top_k`` and the normalized scope, which every leg reads.
+        top_k: ``options.top_k``.
+        scope: The validated scope (``options.scope``: the filter parsed once, when the options were built), which
+            every leg searches within (:meth:`request`) and the stages keep to (``flt``, ``excl``).
         fetch_k: Hits each leg fetches (the call's ``fetch_k``, else the settings' for ``top_k``; whatever the
             offset: pages slice one list).
+        weights: The weight of every source and dense path, resolved once (:func:`prepare`).
     """
 
     text: str
@@ -76,12 +74,35 @@ class Query:
     top_k: int
     fetch_k: int
     weights: dict[str, float]
-    flt: NormalizedFilter | None
-    excl: frozenset[str]
+    scope: Scope
     order: tuple[str, ...]
     started: float = field(default_factory=time.perf_counter)
     active: list[tuple[str, Leg]] = field(default_factory=list)
     idle: list[LegTrace] = field(default_factory=list)
+
+    @property
+    def flt(self) -> NormalizedFilter | None:
+        """The query's filter tree (None: unfiltered)."""
+        return self.scope.filter
+
+    @property
+    def excl(self) -> frozenset[str]:
+        """The ids the query never returns."""
+        return self.scope.exclude_ids
+
+    def request(self, leg: Leg, vector: Sequence[float] | None) -> SearchRequest:
+        """The ONE request of ``leg`` for this query (``vector``: its query vector, None for a leg without an
+        embedding): the runners build it when the leg starts and hand it, unchanged, through the leg to its store.
+
+        Example:
+            >>> from rrf_retriever.engine.legs import FunctionLeg
+            >>> q = Query("hi", RetrievalSettings(weights={"f": 1.0}), SearchOptions(), 5, 40, {"f": 1.0},
+            ...           Scope(None, frozenset({"x"})), ("f",))
+            >>> request = q.request(FunctionLeg(lambda text, k: []), None)
+            >>> request.kind, request.limit, request.scope
+            ('retriever', 40, Scope(filter=None, exclude_ids=frozenset({'x'})))
+        """
+        return SearchRequest(leg.kind, self.text, vector, self.fetch_k, leg.scope_for(self.scope))
 
     @property
     def query_vector(self) -> list[float] | None:
@@ -150,13 +171,12 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
         for leg in legs.values():
             leg.check_query_vector(vector)
     top_k = cast(int, resolved.top_k)  # resolved: the settings' top_k when not given
-    flt, excl = resolved.scope
     paths = path_legs(legs, resolved.dense_paths or {})
     weights = _weights(legs, settings, resolved.weights, [name for name, _ in paths])
     all_legs = {**legs, **dict(paths)}
     # not the offset: every page slices the list fused at one depth; a call's fetch_k, never below top_k
     fetch_k = settings.effective_fetch_k(top_k) if resolved.fetch_k is None else max(resolved.fetch_k, top_k)
-    q = Query(text, settings, resolved, top_k, fetch_k, weights, flt, excl, tuple(all_legs))
+    q = Query(text, settings, resolved, top_k, fetch_k, weights, resolved.scope, tuple(all_legs))
     for name, leg in all_legs.items():
         weight = weights[name]
         empty = not text.strip() and (vector is None or leg.embedding is None)
@@ -170,21 +190,17 @@ def prepare(legs: Mapping[str, Leg], settings: RetrievalSettings, query: object,
 
 def _weights(legs: Mapping[str, Leg], settings: RetrievalSettings, weights: Mapping[str, float] | None,
              paths: list[str]) -> dict[str, float]:
-    """The query's weight per source and per dense path. A path's weight: the call's, else the settings', else
-    the main dense leg's."""
+    """The query's weight per source and per dense path: the call's, else the settings', else 1.0 (a path: the
+    main dense leg's). The values are trusted (the options and the settings validated them when built): only the
+    names are resolved here (:meth:`RetrievalSettings.merged_weights`), and the all-zero rule."""
     if not paths:
-        return settings.with_weights(weights)
-    given = dict(check_mapping(weights or {}, "weights", "source name to weight"))
-    path_given = {name: given.pop(name) for name in paths if name in given}
-    resolved = check_weights(list(legs), {**{n: settings.weights[n] for n in legs if n in settings.weights}, **given})
+        return dict(settings.weights) if weights is None else refuse_all_zero(settings.merged_weights(weights))
+    given = weights or {}
+    resolved = settings.merged_weights({n: w for n, w in given.items() if n not in paths}, list(legs))
     main = resolved[main_dense_leg(legs)]
     for name in paths:
-        value = path_given.get(name, settings.weights.get(name, main))
-        resolved[name] = check_number(value, f"weight of dense path {name!r}", high=MAX_WEIGHT)
-    if not any(resolved.values()):
-        msg = f"every source's weight is 0 ({sorted(resolved)}): nothing would be searched; give one a weight > 0"
-        raise InvalidArgumentError(msg)
-    return resolved
+        resolved[name] = given.get(name, settings.weights.get(name, main))
+    return refuse_all_zero(resolved)
 
 
 def empty_result(q: Query) -> SearchResult:
@@ -260,7 +276,8 @@ def finish(
     if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
         used, traces = _weak_legs(q, ranked, used, traces, run)
     depth = stages.pool_depth(run, stages.STAGES)
-    hits = fuse(q.settings.fusion, ranked, used, rrf_k=q.settings.rrf_k, limit=depth) if ranked else []
+    # the settings validated the method and rrf_k, the options the weights: fused without a second check
+    hits = fuse_validated(q.settings.fusion, ranked, used, q.settings.rrf_k, depth) if ranked else []
     fusion_ms = (time.perf_counter() - t0) * 1000
     hits = stages.run_stages(hits, run, stages.STAGES)
     trace = _trace(q, traces, tuple(warning_texts), embedded.ms, fusion_ms, run.ms, run.counts)

@@ -30,7 +30,6 @@ from typing import Any, ClassVar, cast
 from rrf_retriever.engine.legs import Leg, StoreLeg, ties_by_id
 from rrf_retriever.engine.query import Embedded, LegOutcome, Query
 from rrf_retriever.errors import EmbeddingError
-from rrf_retriever.scope.parse import Scope
 from rrf_retriever.stores.base import BatchSearch, SearchRequest
 from rrf_retriever.types import Hit
 
@@ -130,11 +129,8 @@ def _plan_batches(
 
 
 def _requests(q: Query, members: list[tuple[str, Leg]], vectors: Mapping[int, Sequence[float]]) -> list[SearchRequest]:
-    return [
-        SearchRequest(leg.kind, q.text, None if leg.embedding is None else vectors[id(leg.embedding)], q.fetch_k,
-                      Scope(q.flt, q.excl))
-        for _, leg in members
-    ]
+    """The group's requests, one per leg (:meth:`Query.request`), as the legs alone would have sent them."""
+    return [q.request(leg, None if leg.embedding is None else vectors[id(leg.embedding)]) for _, leg in members]
 
 
 def _share(result: Any, index: int | None) -> list[Hit]:
@@ -169,7 +165,7 @@ def _run_inline(q: Query, pool: concurrent.futures.ThreadPoolExecutor) -> tuple[
     def call(leg: Leg, vector: Sequence[float] | None) -> LegOutcome:
         started = time.perf_counter()
         try:
-            return _outcome(leg.search(q.text, vector, q.fetch_k, q.flt, q.excl), started)
+            return _outcome(leg.search(q.request(leg, vector)), started)
         except Exception as exc:
             return _outcome(None, started, exc)
 
@@ -197,11 +193,12 @@ def run_in_threads(
     def submit(name: str, leg: Leg, vector: Sequence[float] | None) -> None:
         mark = _Called()
         called.append(mark)
+        request = q.request(leg, vector)
 
         def call() -> list[Hit]:
             mark.mark()
             try:
-                return leg.search(q.text, vector, q.fetch_k, q.flt, q.excl)
+                return leg.search(request)
             finally:
                 mark.end()
 
@@ -319,7 +316,7 @@ async def run_in_tasks(q: Query, head_start: HeadStart = HeadStart()) -> tuple[d
     async def run(leg: Leg, vector: Sequence[float] | None) -> LegOutcome:
         t0 = time.perf_counter()
         try:
-            hits = await asyncio.wait_for(leg.asearch(q.text, vector, q.fetch_k, q.flt, q.excl), timeout)
+            hits = await asyncio.wait_for(leg.asearch(q.request(leg, vector)), timeout)
             return _outcome(hits, t0)
         except asyncio.TimeoutError as exc:
             return _outcome(None, t0, exc, timed_out=True)

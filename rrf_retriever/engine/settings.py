@@ -15,15 +15,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rrf_retriever.engine.paths import UNSCOPED, Unscoped
+from rrf_retriever.engine.paths import UNSCOPED, DensePaths, Unscoped
 from rrf_retriever.engine.rerank import check_reranker, reranker_name
 from rrf_retriever.errors import InvalidArgumentError
-from rrf_retriever.fusion import FUSIONS
+from rrf_retriever.fusion import DEFAULT_RRF_K, FUSIONS
 from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import AllOf, FilterNode, FilterSpec
 from rrf_retriever.validate import (
@@ -34,11 +34,10 @@ from rrf_retriever.validate import (
     check_number,
     check_str,
     check_top_k,
-    check_weights,
+    check_weight_values,
 )
 
 __all__ = [
-    "DEFAULT_HYBRID_RRF_K",
     "DEFAULT_LEG_WEIGHTS",
     "MAX_DENSE_PATHS",
     "MIN_FETCH_K",
@@ -46,13 +45,11 @@ __all__ = [
     "RetrievalSettings",
     "check_dense_paths",
     "check_diversity",
+    "refuse_all_zero",
 ]
 
-#: The engine's RRF constant unless told otherwise: the textbook 60. Chosen with the defaults below across five
-#: collections, leave-one-collection-out (benchmarks/quality/bench_collections.py, benchmarks/RESULTS.md): the k=2 tuned
-#: on SciFact alone lost on collections nobody tuned on (worst margin over the best anchor -0.030 vs -0.017).
-DEFAULT_HYBRID_RRF_K = 60.0
-#: Default weight of a leg by its kind (a kind not listed weighs 1.0); chosen in the same study.
+#: Default weight of a leg by its kind (a kind not listed weighs 1.0); chosen with the RRF constant
+#: (:data:`~rrf_retriever.fusion.DEFAULT_RRF_K`) across five collections (benchmarks/quality/bench_collections.py).
 DEFAULT_LEG_WEIGHTS: Mapping[str, float] = MappingProxyType({"dense": 1.0, "keyword": 1.25})
 #: Each leg fetches at least this many hits by default: with k=60 a document ranked 21st-40th by one leg still
 #: counts, and fetching 40 instead of 20 at top_k=10 was worth +0.01 to +0.03 nDCG@10 on MED, NPL and ArguAna.
@@ -61,7 +58,7 @@ MIN_FETCH_K = 40
 #: 5,002 legs in 10-18 s.
 MAX_DENSE_PATHS = 8
 OnError = Literal["degrade", "raise"]
-_WEIGHTS_ARE = "source name to weight"
+_NO_PATHS = DensePaths({}, {})
 
 
 @dataclass(frozen=True)
@@ -69,8 +66,9 @@ class RetrievalSettings:
     """An immutable, validated snapshot of everything a query reads.
 
     Attributes:
-        weights: ``{source: weight >= 0}``; every source of the engine has one.
-        rrf_k: The RRF constant (default :data:`DEFAULT_HYBRID_RRF_K`, 60).
+        weights: ``{source: weight >= 0}``; every source of the engine has one. Validated when the snapshot is
+            built: a query reads them as they are.
+        rrf_k: The RRF constant (default :data:`~rrf_retriever.fusion.DEFAULT_RRF_K`, 60).
         top_k: How many fused results to return (default 10).
         fetch_k: How many hits each leg fetches, at least ``top_k``; None means ``max(2 * top_k, MIN_FETCH_K)``
             (headroom for fusion).
@@ -98,7 +96,7 @@ class RetrievalSettings:
     """
 
     weights: Mapping[str, float]
-    rrf_k: float = DEFAULT_HYBRID_RRF_K
+    rrf_k: float = DEFAULT_RRF_K
     top_k: int = 10
     fetch_k: int | None = None
     leg_timeout: float | None = None
@@ -112,8 +110,7 @@ class RetrievalSettings:
     weak_legs: bool = True
 
     def __post_init__(self) -> None:
-        weights = check_mapping(self.weights, "weights", _WEIGHTS_ARE)
-        object.__setattr__(self, "weights", MappingProxyType(_not_all_zero(check_weights(list(weights), weights))))
+        object.__setattr__(self, "weights", MappingProxyType(refuse_all_zero(check_weight_values(self.weights))))
         object.__setattr__(self, "rrf_k", check_number(self.rrf_k, "rrf_k", high=MAX_RRF_K))
         check_top_k(self.top_k)
         if self.fetch_k is not None:
@@ -138,7 +135,7 @@ class RetrievalSettings:
             check_top_k(self.rerank_k, "rerank_k")
         if self.expand_limit is not None:
             check_top_k(self.expand_limit, "expand_limit")
-        object.__setattr__(self, "dense_paths", MappingProxyType(check_dense_paths(self.dense_paths) or {}))
+        object.__setattr__(self, "dense_paths", check_dense_paths(self.dense_paths) or _NO_PATHS)
         if not isinstance(self.weak_legs, bool):
             msg = f"weak_legs must be True or False, got {self.weak_legs!r}"
             raise InvalidArgumentError(msg)
@@ -156,12 +153,31 @@ class RetrievalSettings:
         return max(self.fetch_k, top_k)
 
     def with_weights(self, weights: Mapping[str, float] | None) -> dict[str, float]:
-        """The snapshot's weights overridden by per-call ``weights`` (validated; unknown sources refused)."""
+        """The snapshot's weights overridden by raw ``weights`` (``update_settings``' door: their values checked,
+        unknown sources refused, all zero refused)."""
         if weights is None:
             return dict(self.weights)
-        check_mapping(weights, "weights", _WEIGHTS_ARE)
-        known = [*self.weights, *(p for p in self.dense_paths if p not in self.weights)]  # a path's weight too
-        return _not_all_zero(check_weights(known, {**self.weights, **weights}))
+        return refuse_all_zero(self.merged_weights(check_weight_values(weights)))
+
+    def merged_weights(self, weights: Mapping[str, float], names: Sequence[str] | None = None) -> dict[str, float]:
+        """Validated ``weights`` (their values checked where they entered: the options) over the snapshot's, for
+        ``names`` (None: the snapshot's sources and dense paths); a name without a weight weighs 1.0. Only the
+        names are checked: a weight for another name is refused.
+
+        Raises:
+            InvalidArgumentError: a weight for a name not among ``names``.
+
+        Example:
+            >>> RetrievalSettings(weights={"dense": 1.0, "keyword": 0.5}).merged_weights({"dense": 2.0})
+            {'dense': 2.0, 'keyword': 0.5}
+        """
+        known = [*self.weights, *(p for p in self.dense_paths if p not in self.weights)] if names is None else names
+        unknown = sorted(set(weights) - set(known), key=str)
+        if unknown:
+            msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(known)}"
+            raise InvalidArgumentError(msg)
+        merged = {**self.weights, **weights}
+        return {name: merged.get(name, 1.0) for name in known}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view (for the settings service and logs); the reranker shows as its name."""
@@ -182,41 +198,49 @@ def check_diversity(value: object) -> float:
     return check_number(value, "diversity (the MMR lambda)", high=1.0)
 
 
-def check_dense_paths(paths: object) -> dict[str, FilterSpec | Unscoped | None] | None:
+def check_dense_paths(paths: object) -> DensePaths | None:
     """Validate ``dense_paths`` (``{name: filter, None or UNSCOPED}``): at most :data:`MAX_DENSE_PATHS` of them,
     names are non-empty strings, filters parse.
 
-    The filters are kept as given (JSON-able for ``to_dict``); the query normalizes them.
+    The filters are kept as given (JSON-able for ``to_dict``) and parsed (:class:`~rrf_retriever.engine.paths.
+    DensePaths`: a query searches with the parsed trees); validated paths pass through.
 
     Example:
         >>> check_dense_paths({"dense_all": None})
         {'dense_all': None}
     """
-    if paths is None:
-        return None
+    if paths is None or isinstance(paths, DensePaths):
+        return paths
     given = check_mapping(paths, "dense_paths", "path name to its filter (or None: the query's scope alone)")
     if len(given) > MAX_DENSE_PATHS:  # refused before any of its filters is parsed
         msg = f"dense_paths names {len(given)} paths; at most {MAX_DENSE_PATHS} are allowed (each is one more leg)"
         raise InvalidArgumentError(msg)
     out: dict[str, FilterSpec | Unscoped | None] = {}
+    parsed: dict[str, FilterNode | Unscoped | None] = {}
     nodes: list[FilterNode] = []
     for name, flt in given.items():
         if not check_str(name, "a dense_paths name"):
             msg = "dense_paths names must be non-empty strings"
             raise InvalidArgumentError(msg)
         if flt is UNSCOPED:  # the single-tenant opt-out, a Python object: no JSON request can name it
-            out[name] = flt
+            out[name] = parsed[name] = flt
             continue
         node = normalize_filter(flt)  # a malformed filter is refused here, never run unscoped
         out[name] = None if flt is None else dict(check_mapping(flt, f"dense_paths[{name!r}]", "a filter"))
+        parsed[name] = node
         nodes.extend([] if node is None else [node])
     if len(nodes) > 1:  # one budget for the paths' filters together (MAX_FILTER_VALUES_TOTAL values in all)
         normalize_filter(AllOf(tuple(nodes)))
-    return out
+    return DensePaths(out, parsed)
 
 
-def _not_all_zero(weights: dict[str, float]) -> dict[str, float]:
-    """One rule for the engine, the retriever, the CLI and the service: weights that are all 0 are a mistake."""
+def refuse_all_zero(weights: dict[str, float]) -> dict[str, float]:
+    """One rule for the engine, the retriever, the CLI and the service: weights that are all 0 are a mistake.
+
+    Example:
+        >>> refuse_all_zero({"dense": 0.0, "keyword": 1.0})
+        {'dense': 0.0, 'keyword': 1.0}
+    """
     if weights and not any(weights.values()):
         msg = f"every source's weight is 0 ({sorted(weights)}): nothing would be searched; give one a weight > 0"
         raise InvalidArgumentError(msg)

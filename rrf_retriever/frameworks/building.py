@@ -32,10 +32,9 @@ from rrf_retriever.index.registry import (
     make_keyword_store,
     make_qdrant_stores,
 )
-from rrf_retriever.validate import check_mapping
+from rrf_retriever.validate import WEIGHTS_ARE, check_mapping
 
 __all__ = [
-    "WEIGHTS_ARE",
     "BuiltStores",
     "corpus_language",
     "detected_analyzer",
@@ -47,10 +46,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: How a ``weights`` mapping is described in its error messages.
-WEIGHTS_ARE = "source name to weight"
-
 
 def engine_from_sources(
     dense: Any,

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rrf_retriever.analysis.analyzer import Analyzer, as_analyzer
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, HybridEngine, RetrievalSettings
+from rrf_retriever.engine import HybridEngine, RetrievalSettings
 from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOptions, check_option_names, resolve_top_k
 from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import (
-    WEIGHTS_ARE,
     corpus_language,
     detected_analyzer,
     documents_analyzer,
@@ -36,11 +35,12 @@ from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
 from rrf_retriever.frameworks.results import check_id_key, content_ids, document_list, texts_and_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
+from rrf_retriever.fusion import DEFAULT_RRF_K
 from rrf_retriever.index.manifest import refresh_manifest
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import progress_shown
 from rrf_retriever.types import Record, SearchResult
-from rrf_retriever.validate import check_list, check_mapping
+from rrf_retriever.validate import WEIGHTS_ARE, check_list, check_mapping
 
 __all__ = ["SEARCH_KWARGS", "RetrieverCore", "check_search_kwargs"]
 
@@ -78,7 +78,7 @@ class RetrieverCore:
         weights: Mapping[str, float] | None = None,
         semantic_weight: float | None = None,
         keyword_weight: float | None = None,
-        rrf_k: float = DEFAULT_HYBRID_RRF_K,
+        rrf_k: float = DEFAULT_RRF_K,
         top_k: int | None = None,
         k: int | None = None,
         fetch_k: int | None = None,

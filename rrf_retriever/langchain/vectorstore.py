@@ -65,7 +65,8 @@ from rrf_retriever.langchain.vectorstore_doors import CheckedVectorStore
 from rrf_retriever.metadata import public_metadata
 from rrf_retriever.progress import check_show_progress
 from rrf_retriever.scope.dialects import from_dialect
-from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.parse import Scope, normalize_filter
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import FusedHit, Hit, Record
 from rrf_retriever.validate import check_ids, check_int, check_list, check_number, check_top_k
 from rrf_retriever.vectors import to_float_vector
@@ -412,7 +413,7 @@ class RRFVectorStore(CheckedVectorStore):
         vector, k = to_float_vector(embedding, "embedding"), check_top_k(k, "k")
         leg.check_query_vector(vector)
         flt = normalize_filter(from_dialect(filter)) if filter is not None else None  # type: ignore[arg-type]  # checked
-        return [_document(h) for h in leg.search("", vector, k, flt, frozenset())]
+        return [_document(h) for h in leg.search(SearchRequest("dense", "", vector, k, Scope(flt, frozenset())))]
 
     # ---- retrievers and lifecycle ---------------------------------------------------------------------
 

@@ -399,9 +399,10 @@ def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
 class Scope(NamedTuple):
     """A validated scope: the parsed filter and the excluded ids. Only :func:`normalize_scope` makes one.
 
-    The engine validates a query's scope once, at the door, and hands this to every store; a store's own door
-    (:func:`normalize_scope`) passes it through unchecked, so the filter is parsed once per query, not once per
-    leg.
+    The engine validates a query's scope once, at the door (its ``SearchOptions``), and each leg's
+    :class:`~rrf_retriever.stores.base.SearchRequest` carries it to the store's typed entry, which reads it as it is:
+    the filter is parsed once per query, not once per leg. A store's ``search`` door (:func:`normalize_scope`)
+    passes one through unchecked.
 
     Example:
         >>> scope = normalize_scope({"s": [1, 2]}, ["x"])

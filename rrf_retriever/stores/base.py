@@ -8,10 +8,15 @@ Scope (:mod:`rrf_retriever.scope.tree`) is applied inside every store BEFORE its
 * ``filter``: ``{"session_id": [1, 2], "lang": "en"}``; each key must match, a list means any-of.
 * ``exclude_ids``: ids that must not be returned.
 
+Two entries search a store. ``search(query_or_vector, limit, filter, exclude_ids)`` is the door users call: it
+validates its arguments once (the filter parsed into a :class:`~rrf_retriever.scope.parse.Scope`) into a
+:class:`SearchRequest` and hands it to ``search_request(request)`` (:class:`RequestSearch`), the typed entry the
+engine calls with the request it built for the leg: it trusts the request (nothing parsed or checked again).
+
 The engine tells the kinds apart by these protocols (``isinstance`` on a runtime-checkable protocol), never by
 probing attributes: a dense store is one with an ``embedding``; a keyword store one with an ``analyzer``. What a
 store may do besides is a protocol too: :class:`VectorSource`, :class:`KnowsDimension`, :class:`IdsMatching`,
-:class:`BatchSearch`, :class:`WritesThrough`, :class:`DefersMaintenance`.
+:class:`RequestSearch`, :class:`BatchSearch`, :class:`WritesThrough`, :class:`DefersMaintenance`.
 :class:`StoreBase` gives a new store the defaults (async twins in a worker thread, ``holds_gil = False``,
 ``close`` and the context manager).
 
@@ -28,13 +33,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.scope.parse import Scope, normalize_scope
+from rrf_retriever.scope.tree import FilterNode, FilterSpec
 from rrf_retriever.types import Hit, Record
+from rrf_retriever.validate import check_limit, check_str
+from rrf_retriever.vectors import to_float_vector
 
-__all__ = ["BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "KnowsDimension", "SearchRequest", "StoreBase",
-           "VectorSource", "WritesThrough", "in_thread"]
+__all__ = ["NO_SCOPE", "BatchSearch", "DenseStore", "IdsMatching", "KeywordStore", "KnowsDimension", "RequestSearch",
+           "SearchRequest", "StoreBase", "VectorSource", "WritesThrough", "in_thread"]
 
 T = TypeVar("T")
+
+#: The scope of an unscoped search: no filter, no excluded id.
+NO_SCOPE = Scope(None, frozenset())
 
 
 @runtime_checkable
@@ -213,31 +224,74 @@ class DefersMaintenance(Protocol):
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One leg's search, as the engine hands it to a store that runs several legs in one request (``search_batch``).
+    """One leg's search: the ONE value the engine builds per leg and hands, unchanged, through the leg to the store
+    (``search_request``, or ``search_batch`` for stores that run several legs in one request).
 
-    Stores whose views share a ``batch_group`` (e.g. :class:`~rrf_retriever.stores.qdrant.QdrantHybridStore`'s dense
-    and keyword views over one collection) implement :class:`BatchSearch`: ``search_batch(requests)`` gives one
-    entry per request, in order, an exception where that leg failed.
+    Its values are validated before it is built (the engine's :class:`~rrf_retriever.engine.options.SearchOptions`,
+    or :meth:`checked`, the stores' ``search`` door): a store trusts it and checks nothing again.
 
     Attributes:
         kind: ``"dense"`` (searches with ``vector``) or ``"keyword"`` (with ``query``).
         query: The user's text.
         vector: The query vector (dense requests), else None.
-        limit: Hits wanted.
-        filter: The scope's filter, as the stores' ``search`` takes it.
-        exclude_ids: Ids never to return.
+        limit: Hits wanted (0 to :data:`~rrf_retriever.validate.MAX_LIMIT`).
+        scope: The validated filter and excluded ids (:class:`~rrf_retriever.scope.parse.Scope`).
 
     Example:
         >>> SearchRequest("keyword", "qdrant", None, 5).kind
         'keyword'
+        >>> SearchRequest.checked("keyword", "qdrant", None, 5, {"lang": "en"}, ["a"]).scope
+        Scope(filter=Match(key='lang', values=('en',)), exclude_ids=frozenset({'a'}))
     """
 
     kind: str
     query: str
     vector: Sequence[float] | None
     limit: int
-    filter: Any = None
-    exclude_ids: frozenset[str] = frozenset()
+    scope: Scope = NO_SCOPE
+
+    @property
+    def filter(self) -> FilterNode | None:
+        """The scope's filter tree (None: unfiltered)."""
+        return self.scope.filter
+
+    @property
+    def exclude_ids(self) -> frozenset[str]:
+        """The ids never to return."""
+        return self.scope.exclude_ids
+
+    @classmethod
+    def checked(
+        cls,
+        kind: str,
+        query: str,
+        vector: Sequence[float] | None,
+        limit: int,
+        filter: FilterSpec | FilterNode | Scope | None = None,
+        exclude_ids: Iterable[str] | None = None,
+    ) -> SearchRequest:
+        """The door of a store's ``search``: its arguments validated once (the query a string, the vector a list of
+        finite floats, ``limit`` in range, the filter parsed into a :class:`~rrf_retriever.scope.parse.Scope`; a
+        ``Scope`` passes through) as a request.
+
+        Raises:
+            InvalidTypeError / InvalidArgumentError: a bad query, limit or ``exclude_ids``.
+            DimensionMismatchError: an empty vector, or one holding NaN or infinity.
+            InvalidFilterError: a malformed filter.
+        """
+        checked = None if vector is None else to_float_vector(vector, "the query vector")
+        return cls(kind, check_str(query, "query"), checked, check_limit(limit), normalize_scope(filter, exclude_ids))
+
+
+@runtime_checkable
+class RequestSearch(Protocol):
+    """The typed entry of a store (every store of this package): ``search_request(request)`` runs one
+    :class:`SearchRequest` as it is, trusting it; ``asearch_request`` is its async twin. The engine's legs call it;
+    a store without it is called through its ``search`` door (the request's scope in the filter slot)."""
+
+    def search_request(self, request: SearchRequest) -> list[Hit]: ...
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]: ...
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -278,3 +332,6 @@ class StoreBase:
 
     async def asearch(self, *args: Any, **kwargs: Any) -> list[Hit]:
         return await in_thread(self.search, *args, **kwargs)  # type: ignore[attr-defined]  # mixin: stores define it
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]:
+        return await in_thread(self.search_request, request)  # type: ignore[attr-defined]  # mixin: stores define it

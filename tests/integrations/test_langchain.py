@@ -18,8 +18,9 @@ from integrations import langchain_rag_chain
 from integrations.corpus import NOTES
 from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.engine import DEFAULT_HYBRID_RRF_K, DEFAULT_LEG_WEIGHTS
+from rrf_retriever.engine import DEFAULT_LEG_WEIGHTS
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.fusion import DEFAULT_RRF_K
 
 TEXTS = [f"note {i} about hybrid search, fusion and keyword index number {i + 10}" for i in range(12)]
 
@@ -58,7 +59,7 @@ class TestStandardRetrieverWithTopK(TestStandardRetrieverWithK):
 
 def test_k_is_the_number_of_results_never_the_rrf_constant() -> None:
     r = _retriever(k=4)
-    assert r.settings.top_k == 4 and r.settings.rrf_k == DEFAULT_HYBRID_RRF_K
+    assert r.settings.top_k == 4 and r.settings.rrf_k == DEFAULT_RRF_K
     assert len(r.invoke("hybrid", k=2)) == 2
     with pytest.raises(InvalidArgumentError, match="alias"):
         r.invoke("hybrid", k=2, top_k=3)
@@ -174,7 +175,7 @@ def test_trace_reaches_langchain_callbacks_sync_and_async() -> None:
     trace = collector.events[0][1]
     assert {leg["name"] for leg in trace["legs"]} == {"dense", "keyword"}
     assert all(leg["called"] and leg["error"] is None for leg in trace["legs"])
-    assert trace["weights"] == dict(DEFAULT_LEG_WEIGHTS) and trace["rrf_k"] == DEFAULT_HYBRID_RRF_K
+    assert trace["weights"] == dict(DEFAULT_LEG_WEIGHTS) and trace["rrf_k"] == DEFAULT_RRF_K
     assert len(collector.ended) == 2 and len(collector.ended[0]) == 2
 
 

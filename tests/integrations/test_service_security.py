@@ -255,7 +255,7 @@ def test_errors_are_json_never_a_traceback(
 
 
 class _Exploding(FTS5KeywordStore):
-    def search(self, *args: Any, **kwargs: Any) -> Any:
+    def search_request(self, *args: Any, **kwargs: Any) -> Any:
         msg = "internal detail /secret/path"
         raise RuntimeError(msg)
 

@@ -19,11 +19,11 @@ from rrf_retriever.types import Hit
 class AsyncOnlyLeg(Leg):
     """Answers asynchronously only: proves the async paths never fall back to the sync search."""
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(self, request):  # type: ignore[no-untyped-def]
         msg = "sync search called from an async path"
         raise AssertionError(msg)
 
-    async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    async def asearch(self, request):  # type: ignore[no-untyped-def]
         await asyncio.sleep(0)
         return [Hit("a", "async text")]
 

@@ -53,9 +53,9 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreError,
 )
-from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
-from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.base import SearchRequest, StoreBase
 from rrf_retriever.stores.bm25.files import (
     LOCK_FILE,
     Doc,
@@ -69,7 +69,7 @@ from rrf_retriever.stores.bm25.index import BM25Index
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.lockfile import lock_directory, release
 from rrf_retriever.types import Hit, Record
-from rrf_retriever.validate import check_ids, check_limit, check_str, validate_batch
+from rrf_retriever.validate import check_ids, check_limit, validate_batch
 
 __all__ = ["BM25KeywordStore", "Engine"]
 
@@ -305,14 +305,23 @@ class BM25KeywordStore(StoreBase):
             >>> s = BM25KeywordStore(); s.add(["a", "b"], ["hello world", "bye"]); [h.id for h in s.search("world", 5)]
             ['a']
         """
+        return self.search_request(SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids))
+
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """:meth:`search` of a validated request (the engine's legs call it): nothing is checked again.
+
+        Example:
+            >>> s = BM25KeywordStore(); s.add(["a"], ["hello world"])
+            >>> [h.id for h in s.search_request(SearchRequest("keyword", "world", None, 5))]
+            ['a']
+        """
         import numpy as np
 
-        check_str(query, "query")
-        limit = check_limit(limit)
-        flt, excluded = normalize_scope(filter, exclude_ids)
+        limit = request.limit
+        flt, excluded = request.scope
         if limit == 0:
             return []
-        terms = self.analyzer.analyze_query(query)[:DEFAULT_MAX_TERMS]
+        terms = self.analyzer.analyze_query(request.query)[:DEFAULT_MAX_TERMS]
         if not terms:
             return []
         index = self._snapshot()

@@ -46,9 +46,9 @@ from typing import Any, Literal
 from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer
 from rrf_retriever.analysis.languages import words
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreUnavailableError
-from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
-from rrf_retriever.stores.base import StoreBase
+from rrf_retriever.stores.base import SearchRequest, StoreBase
 from rrf_retriever.stores.fts5 import schema, sql
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS, match_expression
 from rrf_retriever.stores.fts5.pool import Connection, SQLiteConnections
@@ -406,10 +406,13 @@ class FTS5KeywordStore(StoreBase):
             >>> s = FTS5KeywordStore(); s.add(["a"], ["hello world"]); s.search("the world", 1)[0].id
             'a'
         """
-        check_str(query, "query")
-        limit = check_limit(limit)
-        flt, excluded = normalize_scope(filter, exclude_ids)
-        terms = self._query_terms(query)[:DEFAULT_MAX_TERMS]
+        return self.search_request(SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids))
+
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """:meth:`search` of a validated request (the engine's legs call it; nothing is checked again)."""
+        limit = request.limit
+        flt, excluded = request.scope
+        terms = self._query_terms(request.query)[:DEFAULT_MAX_TERMS]
         if limit == 0 or not terms:
             return []
         scope, params = scope_sql(flt, excluded, self.table)

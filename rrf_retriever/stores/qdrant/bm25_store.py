@@ -11,7 +11,7 @@ from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer, saved_config
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.qdrant.backend import Saved, SparseQuery
 from rrf_retriever.stores.qdrant.bm25_params import (
@@ -26,7 +26,7 @@ from rrf_retriever.stores.qdrant.bm25_params import (
 from rrf_retriever.stores.qdrant.common import PreparedScope, QdrantStore
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.ops import Op, Steps
-from rrf_retriever.stores.qdrant.points import ExcludeIds, Point, point_id
+from rrf_retriever.stores.qdrant.points import Point, point_id
 from rrf_retriever.stores.qdrant.reweight import mean_length_steps, rewrite_steps
 from rrf_retriever.stores.qdrant.sparse_values import (
     DEFAULT_K3,
@@ -38,7 +38,6 @@ from rrf_retriever.stores.qdrant.sparse_values import (
     query_vector,
 )
 from rrf_retriever.types import Hit
-from rrf_retriever.validate import check_limit, check_str
 from rrf_retriever.vectors import VectorRows, rows_as_lists
 
 __all__ = ["REWEIGHT_DRIFT", "Bm25Store"]
@@ -258,13 +257,10 @@ class Bm25Store(QdrantStore):
         return avgdl
 
     # -- the BM25 search ---------------------------------------------------------------------------------
-    def _bm25_search_steps(
-        self, query: str, limit: int, filter: FilterSpec | None, exclude_ids: ExcludeIds
-    ) -> Steps[list[Hit]]:
-        """The BM25 search's steps; the scope is compiled now, by the caller, before they run under the lock."""
-        check_str(query, "query")
-        limit = check_limit(limit)
-        return self._bm25_query_steps(query, limit, self._prepare_scope(filter, exclude_ids))
+    def _bm25_search_steps(self, request: SearchRequest) -> Steps[list[Hit]]:
+        """The BM25 search's steps of a validated request; the scope is compiled now, by the caller, before they
+        run under the lock."""
+        return self._bm25_query_steps(request.query, request.limit, self._compile_scope(request.scope))
 
     def _bm25_query_steps(self, query: str, limit: int, scope: PreparedScope) -> Steps[list[Hit]]:
         if limit == 0:

@@ -18,9 +18,9 @@ from typing import Any, NamedTuple, TypeVar
 
 from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, StoreError
 from rrf_retriever.progress import progress_bar
-from rrf_retriever.scope.parse import normalize_filter, normalize_scope
+from rrf_retriever.scope.parse import Scope, normalize_filter, normalize_scope
 from rrf_retriever.scope.tree import FilterNode, FilterSpec, NormalizedFilter
-from rrf_retriever.stores.base import StoreBase, in_thread
+from rrf_retriever.stores.base import SearchRequest, StoreBase, in_thread
 from rrf_retriever.stores.qdrant.backend import Backend, DenseQuery, Query, Saved
 from rrf_retriever.stores.qdrant.filters import NOTHING, RESOLVE, compile_filter
 from rrf_retriever.stores.qdrant.ops import Op, Steps, run_async, run_sync
@@ -39,7 +39,6 @@ from rrf_retriever.stores.qdrant.resolve import resolve_steps
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit
-from rrf_retriever.vectors import to_float_vector
 
 __all__ = ["READING", "PreparedScope", "QdrantStore"]
 
@@ -301,19 +300,16 @@ class QdrantStore(StoreBase):
             return 0
         return int((yield Op(self.backend.count, (), "count")))
 
-    def _nearest_steps(
-        self, vector: Sequence[float] | None, limit: int, filter: FilterSpec | None, exclude_ids: ExcludeIds
-    ) -> Steps[list[Hit]]:
-        """The dense search (dense and joint stores): the ``limit`` nearest documents the scope allows. The scope
-        is compiled now, by the caller, before the steps run under the store's lock."""
-        limit = check_limit(limit)
-        return self._nearest_query_steps(vector, limit, self._prepare_scope(filter, exclude_ids))
+    def _nearest_steps(self, request: SearchRequest) -> Steps[list[Hit]]:
+        """The dense search (dense and joint stores) of a validated request: the ``limit`` nearest documents the
+        scope allows. The scope is compiled now, by the caller, before the steps run under the store's lock."""
+        return self._nearest_query_steps(request.vector, request.limit, self._compile_scope(request.scope))
 
     def _nearest_query_steps(
         self, vector: Sequence[float] | None, limit: int, scope: PreparedScope
     ) -> Steps[list[Hit]]:
         ready = yield from self._ready_steps()
-        query = to_float_vector(vector, "the query vector")
+        query = [] if vector is None else list(vector)  # finite floats: its door or the engine's embedding checked
         if self._dimension is not None and len(query) != self._dimension:
             msg = f"the query vector has dimension {len(query)}, the collection {self._dimension}"
             raise DimensionMismatchError(msg)
@@ -381,7 +377,11 @@ class QdrantStore(StoreBase):
         Raises:
             InvalidFilterError: a malformed filter, or one too costly to compile exactly.
         """
-        flt, excluded = normalize_scope(filter, exclude_ids)
+        return self._compile_scope(normalize_scope(filter, exclude_ids))
+
+    def _compile_scope(self, scope: Scope) -> PreparedScope:
+        """:meth:`_prepare_scope` of a validated scope (a search request's): compiled, not parsed again."""
+        flt, excluded = scope
         backend = self.backend
         compiled = compile_filter(flt, backend, self.indexes.flat_limits(flt, backend.indexes_payload))
         return PreparedScope(flt, excluded, compiled)

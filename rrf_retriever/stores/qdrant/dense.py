@@ -23,7 +23,7 @@ from rrf_retriever.embeddings.window_vectors import tail_windows
 from rrf_retriever.embeddings.windows import DEFAULT_OVERLAP, WindowSettings, check_window_settings
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError
 from rrf_retriever.scope.tree import FilterSpec
-from rrf_retriever.stores.base import in_thread
+from rrf_retriever.stores.base import SearchRequest, in_thread
 from rrf_retriever.stores.qdrant.backend import Saved
 from rrf_retriever.stores.qdrant.common import QdrantStore
 from rrf_retriever.stores.qdrant.ops import Steps
@@ -213,14 +213,23 @@ class DenseKind(QdrantStore):
             FilterError: a malformed filter or ``exclude_ids``.
             StoreError: Qdrant failed, or the store is closed.
         """
-        return self._run(self._nearest_steps(vector, limit, filter, exclude_ids))
+        return self.search_request(SearchRequest.checked("dense", "", vector, limit, filter, exclude_ids))
 
     async def asearch(
         self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
-        return await self._arun_or_thread(lambda: self._nearest_steps(vector, limit, filter, exclude_ids),
-                                          self.search, vector, limit, filter, exclude_ids)
+        return await self._arun_or_thread(
+            lambda: self._nearest_steps(SearchRequest.checked("dense", "", vector, limit, filter, exclude_ids)),
+            self.search, vector, limit, filter, exclude_ids)
+
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """:meth:`search` of a validated request (the engine's legs call it; nothing is checked again)."""
+        return self._run(self._nearest_steps(request))
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]:
+        """Async :meth:`search_request`."""
+        return await self._arun_or_thread(lambda: self._nearest_steps(request), self.search_request, request)
 
     # -- the kind's hooks and steps ----------------------------------------------------------------------
     def _windows_for_writes(self) -> WindowSettings | None:

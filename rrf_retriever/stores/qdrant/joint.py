@@ -120,29 +120,40 @@ class JointKind(Bm25Store):
         self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """The dense leg: the ``limit`` nearest documents (cosine) the scope allows (as ``QdrantDenseStore``)."""
-        return self._run(self._alone_steps(self._nearest_steps(vector, limit, filter, exclude_ids)))
+        return self.search_request(SearchRequest.checked("dense", "", vector, limit, filter, exclude_ids))
 
     async def asearch(
         self, vector: Sequence[float], limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
         return await self._arun_or_thread(
-            lambda: self._alone_steps(self._nearest_steps(vector, limit, filter, exclude_ids)),
+            lambda: self._alone_steps(self._nearest_steps(
+                SearchRequest.checked("dense", "", vector, limit, filter, exclude_ids))),
             self.search, vector, limit, filter, exclude_ids)
 
     def keyword_search(
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """The keyword leg: the top ``limit`` documents by BM25 (as ``QdrantKeywordStore.search``)."""
-        return self._run(self._alone_steps(self._bm25_search_steps(query, limit, filter, exclude_ids)))
+        return self.search_request(SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids))
 
     async def akeyword_search(
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`keyword_search`."""
         return await self._arun_or_thread(
-            lambda: self._alone_steps(self._bm25_search_steps(query, limit, filter, exclude_ids)),
+            lambda: self._alone_steps(self._bm25_search_steps(
+                SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids))),
             self.keyword_search, query, limit, filter, exclude_ids)
+
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """One leg's validated request (its ``kind`` says which leg), as a batch of one; nothing checked again."""
+        return self._run(self._alone_steps(self._request_steps(request)))
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]:
+        """Async :meth:`search_request`."""
+        return await self._arun_or_thread(lambda: self._alone_steps(self._request_steps(request)),
+                                          self.search_request, request)
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
         """Run several legs' searches in ONE request to Qdrant (``query_batch_points``; qdrant-edge runs them one
@@ -195,8 +206,8 @@ class JointKind(Bm25Store):
             raise InvalidArgumentError(msg)
         try:  # the scope is compiled here, before the batch takes the lock; a bad one fails its own request
             if request.kind == "dense":
-                return self._nearest_steps(request.vector, request.limit, request.filter, request.exclude_ids)
-            return self._bm25_search_steps(request.query, request.limit, request.filter, request.exclude_ids)
+                return self._nearest_steps(request)
+            return self._bm25_search_steps(request)
         except RRFRetrieverError as exc:
             return failed(exc)
 

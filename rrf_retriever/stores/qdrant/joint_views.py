@@ -40,6 +40,13 @@ class _JointView(StoreBase):
         """Every stored id the filter matches, sorted (``delete_where``, LlamaIndex ``delete_ref_doc``)."""
         return self.store.ids_matching(filter, limit)
 
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """The typed entry (:class:`~rrf_retriever.stores.base.RequestSearch`): the request's ``kind`` names the leg."""
+        return self.store.search_request(request)
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]:
+        return await self.store.asearch_request(request)
+
     def search_batch(self, requests: Sequence[SearchRequest]) -> BatchResult:
         return self.store.search_batch(requests)
 

@@ -84,6 +84,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rrf_retriever.scope.tree import FilterSpec
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.qdrant.bm25_store import Bm25Store
 from rrf_retriever.stores.qdrant.ops import Steps
 from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, make_payload
@@ -126,14 +127,23 @@ class KeywordKind(Bm25Store):
             FilterError: a malformed filter or ``exclude_ids``.
             StoreError: Qdrant failed, or the store is closed.
         """
-        return self._run(self._bm25_search_steps(query, limit, filter, exclude_ids))
+        return self.search_request(SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids))
 
     async def asearch(
         self, query: str, limit: int, filter: FilterSpec | None = None, exclude_ids: ExcludeIds = None
     ) -> list[Hit]:
         """Async :meth:`search`."""
-        return await self._arun_or_thread(lambda: self._bm25_search_steps(query, limit, filter, exclude_ids),
-                                          self.search, query, limit, filter, exclude_ids)
+        return await self._arun_or_thread(
+            lambda: self._bm25_search_steps(SearchRequest.checked("keyword", query, None, limit, filter, exclude_ids)),
+            self.search, query, limit, filter, exclude_ids)
+
+    def search_request(self, request: SearchRequest) -> list[Hit]:
+        """:meth:`search` of a validated request (the engine's legs call it; nothing is checked again)."""
+        return self._run(self._bm25_search_steps(request))
+
+    async def asearch_request(self, request: SearchRequest) -> list[Hit]:
+        """Async :meth:`search_request`."""
+        return await self._arun_or_thread(lambda: self._bm25_search_steps(request), self.search_request, request)
 
     def _add_steps(self, ids: Sequence[str], texts: Sequence[str], metadatas: Metadatas) -> Steps[None]:
         """Validate and analyze a batch now (a bad one raises before anything is written); the steps write it."""

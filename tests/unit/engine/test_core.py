@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import (
-    DEFAULT_HYBRID_RRF_K,
     DEFAULT_LEG_WEIGHTS,
     MIN_FETCH_K,
     FunctionLeg,
@@ -34,8 +33,9 @@ from rrf_retriever.errors import (
     InvalidTypeError,
     StoreError,
 )
-from rrf_retriever.fusion import weighted_rrf
+from rrf_retriever.fusion import DEFAULT_RRF_K, weighted_rrf
 from rrf_retriever.scope.tree import Match
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.bm25.store import BM25KeywordStore
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import QdrantDenseStore
@@ -76,7 +76,7 @@ class ExplodingLeg(Leg):
 
     kind = "retriever"
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(self, request):  # type: ignore[no-untyped-def]
         msg = "a zero-weight leg must never be called"
         raise AssertionError(msg)
 
@@ -90,15 +90,16 @@ class RecordingLeg(Leg):
         self.hits = list(hits)
         self.calls: list[dict[str, Any]] = []
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
-        self.calls.append({"query": query, "limit": limit, "filter": flt, "exclude_ids": exclude_ids})
-        return [h for h in self.hits if h.id not in exclude_ids][:limit]
+    def search(self, request):  # type: ignore[no-untyped-def]
+        self.calls.append({"query": request.query, "limit": request.limit, "filter": request.scope.filter,
+                           "exclude_ids": request.scope.exclude_ids})
+        return [h for h in self.hits if h.id not in request.scope.exclude_ids][:request.limit]
 
 
 class RaisingLeg(Leg):
     kind = "retriever"
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(self, request):  # type: ignore[no-untyped-def]
         msg = "store is down"
         raise ConnectionError(msg)
 
@@ -109,7 +110,7 @@ class HangingLeg(Leg):
     def __init__(self) -> None:
         self.release = threading.Event()
 
-    def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+    def search(self, request):  # type: ignore[no-untyped-def]
         self.release.wait(10)
         return []
 
@@ -232,7 +233,7 @@ def test_sync_legs_run_concurrently() -> None:
         def __init__(self, doc: str) -> None:
             self.doc = doc
 
-        def search(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        def search(self, request):  # type: ignore[no-untyped-def]
             barrier.wait()
             return [Hit(self.doc)]
 
@@ -245,7 +246,7 @@ def test_async_legs_run_concurrently() -> None:
         def __init__(self, doc: str, event: asyncio.Event, other: asyncio.Event) -> None:
             self.doc, self.event, self.other = doc, event, other
 
-        async def asearch(self, query, vector, limit, flt, exclude_ids):  # type: ignore[no-untyped-def]
+        async def asearch(self, request):  # type: ignore[no-untyped-def]
             self.event.set()
             await asyncio.wait_for(self.other.wait(), 5)
             return [Hit(self.doc)]
@@ -269,9 +270,9 @@ def test_async_search_matches_sync_search() -> None:
 
 def test_fusion_is_weighted_rrf_of_the_legs() -> None:
     engine = _engine()
-    dense_hits = engine.legs["dense"].search("token expired", engine.legs["dense"].embedding.embed_query(
-        "token expired"), 20, None, frozenset())
-    keyword_hits = engine.legs["keyword"].search("token expired", None, 20, None, frozenset())
+    vector = engine.legs["dense"].embedding.embed_query("token expired")
+    dense_hits = engine.legs["dense"].search(SearchRequest("dense", "token expired", vector, 20))
+    keyword_hits = engine.legs["keyword"].search(SearchRequest("keyword", "token expired", None, 20))
     expected = weighted_rrf({"dense": dense_hits, "keyword": keyword_hits}, {"dense": 1.0, "keyword": 0.5},
                             k=30, limit=10)
     engine.update_settings(weights={"keyword": 0.5}, rrf_k=30)
@@ -288,10 +289,10 @@ class _MeetingFTS5(FTS5KeywordStore):
         self.dense_started = dense_started
         self.saw_dense_while_running = False
 
-    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+    def search_request(self, *args: Any, **kwargs: Any) -> list[Hit]:
         self.entered.set()
         self.saw_dense_while_running = self.dense_started.wait(10)
-        return super().search(*args, **kwargs)
+        return super().search_request(*args, **kwargs)
 
 
 class _GilHoldingDense(QdrantDenseStore):
@@ -305,11 +306,11 @@ class _GilHoldingDense(QdrantDenseStore):
         self.started = threading.Event()
         self.keyword_was_called_first: list[bool] = []
 
-    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+    def search_request(self, *args: Any, **kwargs: Any) -> list[Hit]:
         if self.keyword_entered is not None:
             self.keyword_was_called_first.append(self.keyword_entered.is_set())
         self.started.set()
-        return super().search(*args, **kwargs)
+        return super().search_request(*args, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -337,7 +338,7 @@ def test_default_weights_and_rrf_k_are_the_tuned_ones_and_explicit_values_win() 
     extra = FunctionLeg(lambda query, limit: [])
     engine = HybridEngine({"dense": dense, "keyword": keyword, "extra": extra})
     assert dict(engine.settings.weights) == {"dense": 1.0, "keyword": DEFAULT_LEG_WEIGHTS["keyword"], "extra": 1.0}
-    assert engine.settings.rrf_k == DEFAULT_HYBRID_RRF_K
+    assert engine.settings.rrf_k == DEFAULT_RRF_K
     explicit = HybridEngine({"dense": dense, "keyword": keyword}, {"keyword": 1.0}, rrf_k=60)
     assert dict(explicit.settings.weights) == {"dense": 1.0, "keyword": 1.0} and explicit.settings.rrf_k == 60
 

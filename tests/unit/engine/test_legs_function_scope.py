@@ -7,7 +7,8 @@ import asyncio
 
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.engine.legs import POST_FILTER_HEADROOM, FunctionLeg
-from rrf_retriever.scope.parse import normalize_filter
+from rrf_retriever.scope.parse import normalize_scope
+from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.types import Hit
 
 DOCS = [Hit(f"d{i}", f"text {i}", {"n": i, "odd": bool(i % 2)}, 1.0 / (i + 1)) for i in range(50)]
@@ -28,9 +29,9 @@ class Recorder:
 def test_headroom_only_when_a_scope_is_set() -> None:
     rec = Recorder()
     leg = FunctionLeg(rec)
-    assert [h.id for h in leg.search("q", None, 4, None, frozenset())] == ["d0", "d1", "d2", "d3"]
-    flt = normalize_filter({"odd": True, "n": {"$gte": 3}})
-    hits = leg.search("q", None, 4, flt, frozenset({"d5"}))
+    assert [h.id for h in leg.search(SearchRequest("retriever", "q", None, 4))] == ["d0", "d1", "d2", "d3"]
+    scope = normalize_scope({"odd": True, "n": {"$gte": 3}}, ["d5"])
+    hits = leg.search(SearchRequest("retriever", "q", None, 4, scope))
     assert [h.id for h in hits] == ["d3", "d7", "d9", "d11"]
     assert rec.asked == [4, 4 * POST_FILTER_HEADROOM + 1]
 
@@ -38,8 +39,8 @@ def test_headroom_only_when_a_scope_is_set() -> None:
 def test_async_twin_filters_the_same() -> None:
     rec = Recorder()
     leg = FunctionLeg(rec, rec.acall)
-    flt = normalize_filter({"$not": {"odd": True}})
-    hits = asyncio.run(leg.asearch("q", None, 3, flt, frozenset({"d0"})))
+    scope = normalize_scope({"$not": {"odd": True}}, ["d0"])
+    hits = asyncio.run(leg.asearch(SearchRequest("retriever", "q", None, 3, scope)))
     assert [h.id for h in hits] == ["d2", "d4", "d6"]
 
 

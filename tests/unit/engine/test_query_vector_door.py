@@ -41,7 +41,7 @@ def test_a_wrong_dimension_query_vector_is_refused_before_any_leg_runs(
     calls: list[str] = []
     for leg in engine.legs.values():
         store = leg.store  # type: ignore[attr-defined]  # our stores' legs hold them
-        for method in ("search", "asearch", "search_batch", "asearch_batch"):  # every way a leg reaches its store
+        for method in ("search", "asearch", "search_request", "asearch_request", "search_batch", "asearch_batch"):
             if hasattr(store, method):
                 original = getattr(store, method)
                 setattr(store, method, lambda *a, _o=original, _m=method, **k: calls.append(_m) or _o(*a, **k))

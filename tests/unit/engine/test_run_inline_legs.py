@@ -38,9 +38,9 @@ class _EdgeDense(QdrantEdgeDenseStore):
         super().__init__(HashingEmbedding(32))
         self.where = where
 
-    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+    def search_request(self, *args: Any, **kwargs: Any) -> list[Hit]:
         self.where.saw()
-        return super().search(*args, **kwargs)
+        return super().search_request(*args, **kwargs)
 
 
 class _EdgeKeyword(QdrantEdgeKeywordStore):
@@ -49,12 +49,12 @@ class _EdgeKeyword(QdrantEdgeKeywordStore):
         self.where = where
         self.fail = fail
 
-    def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+    def search_request(self, *args: Any, **kwargs: Any) -> list[Hit]:
         self.where.saw()
         if self.fail:
             msg = "the keyword shard is gone"
             raise StoreError(msg)
-        return super().search(*args, **kwargs)
+        return super().search_request(*args, **kwargs)
 
 
 def _engine(keyword: Any, dense: Any, **settings: Any) -> HybridEngine:
@@ -108,9 +108,9 @@ def test_a_leg_that_releases_the_gil_keeps_the_legs_in_threads() -> None:
     dense = _EdgeDense(where)
 
     class _FTS5(FTS5KeywordStore):
-        def search(self, *args: Any, **kwargs: Any) -> list[Hit]:
+        def search_request(self, *args: Any, **kwargs: Any) -> list[Hit]:
             where.saw()
-            return super().search(*args, **kwargs)
+            return super().search_request(*args, **kwargs)
 
     engine = _engine(_FTS5(":memory:"), dense)
     try:

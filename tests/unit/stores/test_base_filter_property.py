@@ -36,9 +36,10 @@ class _CallableRetriever:
 
 
 def _leg_search(store: _CallableRetriever, limit: int, flt: Any, excl: frozenset[str]) -> list[Hit]:
-    from rrf_retriever.scope.parse import normalize_filter
+    from rrf_retriever.scope.parse import normalize_scope
+    from rrf_retriever.stores.base import SearchRequest
 
-    return store.leg.search("alpha", None, limit, normalize_filter(flt), excl)
+    return store.leg.search(SearchRequest("retriever", "alpha", None, limit, normalize_scope(flt, excl)))
 
 
 def _check(store: str, case: tuple[Any, Any, frozenset[str]]) -> None:
