@@ -1,6 +1,7 @@
-"""The three store kinds on qdrant-edge-py, Qdrant's in-process engine: each class only opens its
-:class:`~rrf_retriever.stores.qdrant.backend_edge.EdgeBackend` (a shard in a locked directory), and shows the
-shard's maintenance (flush, optimize).
+"""The three store kinds on qdrant-edge-py, Qdrant's in-process engine: each class is a thin constructor. It builds
+its kind's settings (frozen values, :mod:`~rrf_retriever.stores.qdrant.settings`) from its keywords, then its
+:class:`~rrf_retriever.stores.qdrant.backend_edge.EdgeBackend` (a shard in a locked directory), hands them to the
+kind, and shows the shard's maintenance (flush, optimize).
 
 Example:
     >>> from rrf_retriever.embeddings import HashingEmbedding
@@ -16,20 +17,22 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
 from rrf_retriever.stores.qdrant.backend_edge import EdgeBackend
-from rrf_retriever.stores.qdrant.common import QdrantStore
-from rrf_retriever.stores.qdrant.dense import DenseKind
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Options, Bm25Settings
+from rrf_retriever.stores.qdrant.dense import DenseKind, window_settings
 from rrf_retriever.stores.qdrant.edge_index import DEFAULT_INDEX, GRAPH_POINTS, INDEX_KINDS
 from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.ops import Op
-from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, Metadatas, Vectors
-from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_K3, DEFAULT_SHORT_QUERY_TERMS
+from rrf_retriever.stores.qdrant.points import Metadatas, Vectors
+from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings, signature_with, split_options, take
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore"]
 
@@ -38,10 +41,19 @@ __all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStor
 AUTO_OPTIMIZE_POINTS = 10_000
 
 
-class _OnEdge(QdrantStore):
-    """What a store on qdrant-edge shows of its shard."""
+class _EdgeBm25Options(Bm25Options, StoreOptions, total=False):
+    """The keywords of a keyword or hybrid edge store besides its path and dense search settings."""
+
+
+class _EdgeSurface:
+    """What a store on qdrant-edge shows of its shard (the backend it holds, maintained through the store's one
+    engine-call choke point)."""
 
     backend: EdgeBackend
+    if TYPE_CHECKING:  # the store's own (QdrantStore._maintain), declared for the type checker only
+
+        def _maintain(self, op: Op) -> Any: ...
+
     #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/bench_leg_overlap.py), so no other
     #: Python thread runs meanwhile: the engine starts this leg after the others are under way.
     holds_gil: bool = True
@@ -65,7 +77,7 @@ class _OnEdge(QdrantStore):
         return bool(self._maintain(Op(self.backend.optimize, (), "optimize")))
 
 
-class _DenseOnEdge(_OnEdge):
+class _DenseEdgeSurface(_EdgeSurface):
     """The dense search settings of a store with a dense vector on qdrant-edge (read by every search)."""
 
     @property
@@ -87,7 +99,7 @@ class _DenseOnEdge(_OnEdge):
         self.backend.hnsw_ef = value
 
 
-class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
+class QdrantEdgeDenseStore(_DenseEdgeSurface, DenseKind[EdgeBackend]):
     """A dense store on qdrant-edge, Qdrant's in-process engine: persistent, for large collections.
 
     The store lives in the directory ``path`` (``shard/`` holds Qdrant's segments and write-ahead log,
@@ -139,17 +151,15 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         *,
         exact: bool = False,
         hnsw_ef: int | None = None,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
         index: str | None = None,
         auto_optimize: bool | int = True,
         max_windows: int | None = None,
         window_overlap: int | None = None,
         graph_points: int | None = GRAPH_POINTS,
+        **options: Unpack[StoreOptions],
     ) -> None:
-        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-                         max_windows=max_windows, window_overlap=window_overlap)
+        given = split_options(type(self).__name__, options, StoreSettings)
+        super().__init__(embedding, window_settings(max_windows, window_overlap), take(StoreSettings, given))
         if graph_points is not None and (isinstance(graph_points, bool) or not isinstance(graph_points, int)):
             msg = f"graph_points must be a number of points or None, not {type(graph_points).__name__}"
             raise InvalidTypeError(msg)
@@ -241,7 +251,10 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         return bool(self._maintain(Op(self.backend.grow_graph, (), "grow the HNSW graph")))
 
 
-class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
+signature_with(QdrantEdgeDenseStore.__init__, StoreSettings)
+
+
+class QdrantEdgeKeywordStore(_EdgeSurface, KeywordKind[EdgeBackend]):
     """A BM25 keyword store on qdrant-edge: persistent, in-process.
 
     It implements :class:`~rrf_retriever.stores.base.KeywordStore` like
@@ -271,32 +284,16 @@ class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
         ['a']
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Any = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
-    ) -> None:
-        super().__init__(
-            analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
+    def __init__(self, path: str | os.PathLike[str] | None = None, **options: Unpack[_EdgeBm25Options]) -> None:
+        given = split_options(type(self).__name__, options, Bm25Settings, StoreSettings)
+        super().__init__(take(Bm25Settings, given), take(StoreSettings, given))
         self._open(EdgeBackend(KEYWORD_LAYOUT, type(self).__name__, path, prefix="rrf-edge-kw-"))
 
 
-class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
+signature_with(QdrantEdgeKeywordStore.__init__, Bm25Settings, StoreSettings)
+
+
+class QdrantEdgeHybridStore(_DenseEdgeSurface, JointKind[EdgeBackend]):
     """Dense and BM25 legs in ONE qdrant-edge shard, in the directory ``path`` (locked against a second opener;
     None: a temporary directory removed by :meth:`close`). Use :attr:`dense` and :attr:`keyword` as the engine's
     two sources. :meth:`search_batch` runs the legs one after the other under the store's lock (one call from the
@@ -331,23 +328,12 @@ class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
         *,
         exact: bool = False,
         hnsw_ef: int | None = None,
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
+        **options: Unpack[_EdgeBm25Options],
     ) -> None:
-        super().__init__(
-            embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
+        given = split_options(type(self).__name__, options, Bm25Settings, StoreSettings)
+        super().__init__(embedding, take(Bm25Settings, given), take(StoreSettings, given))
         self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=exact,
                                hnsw_ef=hnsw_ef))
+
+
+signature_with(QdrantEdgeHybridStore.__init__, Bm25Settings, StoreSettings)
