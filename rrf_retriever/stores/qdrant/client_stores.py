@@ -199,14 +199,10 @@ class QdrantHybridStore(_ClientSurface, JointKind[ClientBackend]):
             An existing collection keeps its own.
         analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
             :class:`QdrantKeywordStore`.
-        async_client: An ``AsyncQdrantClient`` on the same server, for native async twins.
-        batch_size: Points per upsert request.
-        index_keys, max_auto_indexes: Payload indexes, as for :class:`QdrantDenseStore`.
+        async_client, batch_size, index_keys, max_auto_indexes: As for :class:`QdrantKeywordStore`.
 
     Raises:
-        MissingDependencyError: qdrant-client is not installed (extra ``qdrant``).
-        StoreLockedError: ``path`` is open in another client.
-        StoreUnavailableError: the server cannot be reached.
+        MissingDependencyError, StoreLockedError, StoreUnavailableError: As for :class:`QdrantKeywordStore`.
         StoreError: the collection exists but is not a joint one of ours.
 
     Example:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,15 +35,42 @@ from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings, si
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore"]
+__all__ = [
+    "AUTO_OPTIMIZE_POINTS", "EdgeSearch", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore",
+]
 
 #: ``auto_optimize=True``: an add leaving at least this many points outside the optimized segments optimizes the
 #: shard (int8 and plain shards; an HNSW shard builds its graph only when ``optimize`` is called).
 AUTO_OPTIMIZE_POINTS = 10_000
 
 
+@dataclass(frozen=True)
+class EdgeSearch:
+    """The dense search settings a qdrant-edge store opens with (:attr:`QdrantEdgeDenseStore.exact` and
+    :attr:`~QdrantEdgeDenseStore.hnsw_ef` change them afterwards).
+
+    Attributes:
+        exact: Force exact search (float vectors, every point) even after ``optimize``.
+        hnsw_ef: HNSW search breadth (``ef``) once an index exists; None is Qdrant's default.
+    """
+
+    exact: bool = False
+    hnsw_ef: int | None = None
+
+
+class _EdgeDenseOptions(StoreOptions, total=False):
+    """The keywords of a dense edge store besides its path, index and windows."""
+
+    exact: bool
+    hnsw_ef: int | None
+
+
 class _EdgeBm25Options(Bm25Options, StoreOptions, total=False):
-    """The keywords of a keyword or hybrid edge store besides its path and dense search settings."""
+    """The keywords of a keyword edge store besides its path."""
+
+
+class _EdgeJointOptions(_EdgeDenseOptions, _EdgeBm25Options, total=False):
+    """The keywords of a hybrid edge store besides its path."""
 
 
 class _EdgeSurface:
@@ -149,16 +177,14 @@ class QdrantEdgeDenseStore(_DenseEdgeSurface, DenseKind[EdgeBackend]):
         embedding: Any,
         path: str | os.PathLike[str] | None = None,
         *,
-        exact: bool = False,
-        hnsw_ef: int | None = None,
         index: str | None = None,
         auto_optimize: bool | int = True,
         max_windows: int | None = None,
         window_overlap: int | None = None,
         graph_points: int | None = GRAPH_POINTS,
-        **options: Unpack[StoreOptions],
+        **options: Unpack[_EdgeDenseOptions],
     ) -> None:
-        given = split_options(type(self).__name__, options, StoreSettings)
+        given = split_options(type(self).__name__, options, EdgeSearch, StoreSettings)
         super().__init__(embedding, window_settings(max_windows, window_overlap), take(StoreSettings, given))
         if graph_points is not None and (isinstance(graph_points, bool) or not isinstance(graph_points, int)):
             msg = f"graph_points must be a number of points or None, not {type(graph_points).__name__}"
@@ -178,8 +204,9 @@ class QdrantEdgeDenseStore(_DenseEdgeSurface, DenseKind[EdgeBackend]):
             raise InvalidArgumentError(msg)
         self._auto_optimize = auto_optimize
         self._deferring = 0  # open deferred_maintenance blocks
-        self._open(EdgeBackend(DENSE_LAYOUT, type(self).__name__, path, prefix="rrf-edge-", exact=exact,
-                               hnsw_ef=hnsw_ef, index=index))
+        search = take(EdgeSearch, given)
+        self._open(EdgeBackend(DENSE_LAYOUT, type(self).__name__, path, prefix="rrf-edge-", exact=search.exact,
+                               hnsw_ef=search.hnsw_ef, index=index))
 
     @property
     def index(self) -> str:
@@ -251,7 +278,7 @@ class QdrantEdgeDenseStore(_DenseEdgeSurface, DenseKind[EdgeBackend]):
         return bool(self._maintain(Op(self.backend.grow_graph, (), "grow the HNSW graph")))
 
 
-signature_with(QdrantEdgeDenseStore.__init__, StoreSettings)
+signature_with(QdrantEdgeDenseStore.__init__, EdgeSearch, StoreSettings)
 
 
 class QdrantEdgeKeywordStore(_EdgeSurface, KeywordKind[EdgeBackend]):
@@ -322,18 +349,13 @@ class QdrantEdgeHybridStore(_DenseEdgeSurface, JointKind[EdgeBackend]):
     """
 
     def __init__(
-        self,
-        embedding: Any,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        exact: bool = False,
-        hnsw_ef: int | None = None,
-        **options: Unpack[_EdgeBm25Options],
+        self, embedding: Any, path: str | os.PathLike[str] | None = None, **options: Unpack[_EdgeJointOptions]
     ) -> None:
-        given = split_options(type(self).__name__, options, Bm25Settings, StoreSettings)
+        given = split_options(type(self).__name__, options, EdgeSearch, Bm25Settings, StoreSettings)
         super().__init__(embedding, take(Bm25Settings, given), take(StoreSettings, given))
-        self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=exact,
-                               hnsw_ef=hnsw_ef))
+        search = take(EdgeSearch, given)
+        self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=search.exact,
+                               hnsw_ef=search.hnsw_ef))
 
 
-signature_with(QdrantEdgeHybridStore.__init__, Bm25Settings, StoreSettings)
+signature_with(QdrantEdgeHybridStore.__init__, EdgeSearch, Bm25Settings, StoreSettings)
