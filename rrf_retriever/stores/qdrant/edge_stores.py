@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
-    "AUTO_OPTIMIZE_POINTS", "EdgeSearch", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore",
+    "AUTO_OPTIMIZE_POINTS",
+    "EdgeSearch",
+    "EdgeSearchOptions",
+    "QdrantEdgeDenseStore",
+    "QdrantEdgeHybridStore",
+    "QdrantEdgeKeywordStore",
 ]
 
 #: ``auto_optimize=True``: an add leaving at least this many points outside the optimized segments optimizes the
@@ -58,11 +63,15 @@ class EdgeSearch:
     hnsw_ef: int | None = None
 
 
-class _EdgeDenseOptions(StoreOptions, total=False):
-    """The keywords of a dense edge store besides its path, index and windows."""
+class EdgeSearchOptions(TypedDict, total=False):
+    """:class:`EdgeSearch` as keywords (``**options`` of a dense or hybrid edge store class)."""
 
     exact: bool
     hnsw_ef: int | None
+
+
+class _EdgeDenseOptions(EdgeSearchOptions, StoreOptions, total=False):
+    """The keywords of a dense edge store besides its path, index, maintenance and windows."""
 
 
 class _EdgeBm25Options(Bm25Options, StoreOptions, total=False):
