@@ -13,14 +13,7 @@ import pytest
 
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
-from rrf_retriever.stores.qdrant import (
-    QdrantDenseStore,
-    QdrantEdgeDenseStore,
-    QdrantEdgeHybridStore,
-    QdrantEdgeKeywordStore,
-    QdrantHybridStore,
-    QdrantKeywordStore,
-)
+from rrf_retriever.stores import qdrant
 from rrf_retriever.stores.qdrant.bm25_params import Bm25Settings
 from rrf_retriever.stores.qdrant.settings import StoreSettings
 
@@ -34,13 +27,13 @@ WINDOWS = {"max_windows": None, "window_overlap": None}
 EDGE_SEARCH = {"exact": False, "hnsw_ef": None}
 CLUSTER = {"shard_number": None, "replication_factor": None, "write_consistency_factor": None}
 EXPECTED: dict[type, tuple[list[str], dict[str, Any]]] = {
-    QdrantDenseStore: (["embedding"], {**CLIENT, **STORE, **WINDOWS}),
-    QdrantKeywordStore: ([], {**CLIENT, "collection_name": "rrf_retriever_keyword", **BM25, **STORE}),
-    QdrantHybridStore: (["embedding"], {**CLIENT, **CLUSTER, **BM25, **STORE}),
-    QdrantEdgeDenseStore: (["embedding", "path"], {**EDGE_SEARCH, **STORE, **WINDOWS, "index": None,
-                                                   "auto_optimize": True, "graph_points": 100_000}),
-    QdrantEdgeKeywordStore: (["path"], {**BM25, **STORE}),
-    QdrantEdgeHybridStore: (["embedding", "path"], {**EDGE_SEARCH, **BM25, **STORE}),
+    qdrant.QdrantDenseStore: (["embedding"], {**CLIENT, **STORE, **WINDOWS}),
+    qdrant.QdrantKeywordStore: ([], {**CLIENT, "collection_name": "rrf_retriever_keyword", **BM25, **STORE}),
+    qdrant.QdrantHybridStore: (["embedding"], {**CLIENT, **CLUSTER, **BM25, **STORE}),
+    qdrant.QdrantEdgeDenseStore: (["embedding", "path"], {**EDGE_SEARCH, **STORE, **WINDOWS, "index": None,
+                                                          "auto_optimize": True, "graph_points": 100_000}),
+    qdrant.QdrantEdgeKeywordStore: (["path"], {**BM25, **STORE}),
+    qdrant.QdrantEdgeHybridStore: (["embedding", "path"], {**EDGE_SEARCH, **BM25, **STORE}),
 }
 
 
@@ -61,18 +54,18 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_class(cls: type) -> None:
 
 
 def test_the_defaults_reach_the_store() -> None:
-    with QdrantKeywordStore() as store:
+    with qdrant.QdrantKeywordStore() as store:
         assert store.collection_name == "rrf_retriever_keyword"
         assert (store.k1, store.b, store.k3, store.short_query_terms, store.live_idf) == (1.2, 0.75, math.inf, 20, True)
         assert (store.batch_size, store.index_keys, store.max_auto_indexes) == (256, frozenset(), 8)
-    with QdrantHybridStore(HashingEmbedding(dim=8)) as hybrid:
+    with qdrant.QdrantHybridStore(HashingEmbedding(dim=8)) as hybrid:
         assert hybrid.collection_name == "rrf_retriever" and hybrid.auto_reweight
 
 
 def test_every_group_of_keywords_reaches_an_edge_hybrid_store(tmp_path: Path) -> None:
-    with QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", exact=True, hnsw_ef=40, k1=1.5,
-                               title_weight=0, short_query_terms=0, batch_size=7, index_keys=["lang"],
-                               max_auto_indexes=2) as store:
+    with qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", exact=True, hnsw_ef=40, k1=1.5,
+                                      title_weight=0, short_query_terms=0, batch_size=7, index_keys=["lang"],
+                                      max_auto_indexes=2) as store:
         assert (store.exact, store.hnsw_ef, store.k1, store.title_weight, store.short_query_terms) == (
             True, 40, 1.5, 0.0, 0)
         assert (store.batch_size, store.index_keys, store.max_auto_indexes) == (7, frozenset({"lang"}), 2)
@@ -81,9 +74,9 @@ def test_every_group_of_keywords_reaches_an_edge_hybrid_store(tmp_path: Path) ->
 
 def test_a_bad_setting_raises_before_the_directory_is_made(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="batch_size"):
-        QdrantEdgeKeywordStore(tmp_path / "k", batch_size=0)
+        qdrant.QdrantEdgeKeywordStore(tmp_path / "k", batch_size=0)
     with pytest.raises(InvalidTypeError, match="analyzer"):
-        QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", analyzer="porter")  # type: ignore[arg-type]
+        qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", analyzer="porter")  # type: ignore[arg-type]
     assert not (tmp_path / "k").exists() and not (tmp_path / "h").exists()
 
 
