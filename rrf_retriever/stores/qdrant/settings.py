@@ -97,4 +97,4 @@ def signature_with(init: Callable[..., Any], *groups: type, defaults: Mapping[st
             default = overrides.get(f.name, f.default if f.default is not MISSING else inspect.Parameter.empty)
             params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=f.type))
-    init.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    init.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect reads it
