@@ -21,10 +21,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, TypedDict, TypeVar
 
 from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, check_batch_size
 from rrf_retriever.stores.qdrant.scoping import check_index_keys
@@ -54,7 +55,9 @@ class StoreSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_size", check_batch_size(self.batch_size))
-        object.__setattr__(self, "index_keys", tuple(sorted(check_index_keys(self.index_keys))))
+        keys = self.index_keys
+        none = isinstance(keys, (tuple, list)) and not keys  # none declared (the default): nothing to check
+        object.__setattr__(self, "index_keys", () if none else tuple(sorted(check_index_keys(keys))))
         object.__setattr__(self, "max_auto_indexes", check_int(self.max_auto_indexes, "max_auto_indexes", 0, 1000))
 
 
@@ -72,8 +75,7 @@ def split_options(owner: str, options: Mapping[str, Any], *groups: type) -> dict
     Raises:
         TypeError: a keyword no group has (worded as Python words it for any call).
     """
-    known = {f.name for group in groups for f in fields(group)}
-    unknown = [name for name in options if name not in known]
+    unknown = [name for name in options if not any(name in _names(group) for group in groups)]
     if unknown:
         msg = f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}"
         raise TypeError(msg)
@@ -82,8 +84,13 @@ def split_options(owner: str, options: Mapping[str, Any], *groups: type) -> dict
 
 def take(group: Callable[..., S], options: Mapping[str, Any]) -> S:
     """``group`` (a settings dataclass) built from its own fields' keywords in ``options`` (the rest default)."""
-    names = [f.name for f in fields(cast(Any, group))]
-    return group(**{name: options[name] for name in names if name in options})
+    return group(**{name: options[name] for name in _names(group) if name in options})
+
+
+@functools.cache
+def _names(group: Any) -> frozenset[str]:
+    """A settings dataclass's field names (read once per class: a constructor splits its keywords by them)."""
+    return frozenset(f.name for f in fields(group))
 
 
 def signature_with(init: Callable[..., Any], *groups: type, defaults: Mapping[str, Any] | None = None) -> None:
