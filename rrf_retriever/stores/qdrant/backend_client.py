@@ -7,9 +7,10 @@ its ``metadata`` (``config.metadata["rrf_retriever_bm25"]``), so any client that
 
 Example:
     >>> from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT
-    >>> backend = ClientBackend(DENSE_LAYOUT, "QdrantDenseStore", collection_name="docs")  # doctest: +SKIP
-    >>> backend.describe()  # doctest: +SKIP
+    >>> backend = ClientBackend(DENSE_LAYOUT, "QdrantDenseStore", ClientConnection(collection_name="docs"))
+    >>> backend.describe()
     "collection_name='docs'"
+    >>> backend.close()
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import (
@@ -32,7 +34,7 @@ from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.ops import then
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
 
-__all__ = ["METADATA_PARAMS_KEY", "METADATA_WINDOWS_KEY", "ClientBackend"]
+__all__ = ["METADATA_PARAMS_KEY", "METADATA_WINDOWS_KEY", "ClientBackend", "ClientConnection", "ClientOptions"]
 
 #: Where the BM25 settings live in the collection's metadata.
 METADATA_PARAMS_KEY = "rrf_retriever_bm25"
@@ -60,16 +62,45 @@ def _check_collection_name(name: object) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class ClientConnection:
+    """Where a store on qdrant-client keeps its collection (the keywords of the public client store classes).
+
+    Attributes:
+        client: An existing ``QdrantClient`` (then ``location``/``path``/``url`` are ignored; not closed by us).
+        location, path, url, api_key: Where to open one: a server ``url``, else a local ``path``, else ``location``.
+        collection_name: The collection (checked when the backend opens).
+        async_client: An ``AsyncQdrantClient`` on the same collection (native async calls), or None.
+    """
+
+    client: Any = None
+    location: str | None = ":memory:"
+    path: str | os.PathLike[str] | None = None
+    url: str | None = None
+    api_key: str | None = None
+    collection_name: str = "rrf_retriever"
+    async_client: Any = None
+
+
+class ClientOptions(TypedDict, total=False):
+    """:class:`ClientConnection` as keywords (``**options`` of a public client store class)."""
+
+    client: Any
+    location: str | None
+    path: str | os.PathLike[str] | None
+    url: str | None
+    api_key: str | None
+    collection_name: str
+    async_client: Any
+
+
 class ClientBackend(Backend):
     """A collection of ``layout`` on a ``QdrantClient`` (given, or opened on ``url`` / ``path`` / ``location``).
 
     Args:
         layout: What the points carry.
         owner: The store's class name, for errors.
-        client: An existing ``QdrantClient`` (then ``location``/``path``/``url`` are ignored; not closed by us).
-        location, path, url, api_key: Where to open one: a server ``url``, else a local ``path``, else ``location``.
-        collection_name: The collection.
-        async_client: An ``AsyncQdrantClient`` on the same collection (native async calls), or None.
+        connection: The client, or where to open one, and the collection.
         cluster: ``create_collection`` settings of a new collection (``shard_number``, ...; None values dropped).
 
     Raises:
@@ -79,30 +110,21 @@ class ClientBackend(Backend):
     """
 
     def __init__(
-        self,
-        layout: Layout,
-        owner: str,
-        *,
-        client: Any = None,
-        location: str | None = ":memory:",
-        path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        api_key: str | None = None,
-        collection_name: str = "rrf_retriever",
-        async_client: Any = None,
+        self, layout: Layout, owner: str, connection: ClientConnection,
         cluster: Mapping[str, int | None] | None = None,
     ) -> None:
         super().__init__(layout)
         qdrant_client, models = import_engine("qdrant-client", owner, "qdrant_client", "qdrant_client.models")
-        self.collection_name = _check_collection_name(collection_name)
+        self.collection_name = _check_collection_name(connection.collection_name)
         self.owner = owner
         self.models = models
         self._cluster = {k: v for k, v in (cluster or {}).items() if v is not None}
+        client, url, path, location = connection.client, connection.url, connection.path, connection.location
         self._owns_client = client is None
         if client is None:
             try:
                 if url is not None:
-                    client = qdrant_client.QdrantClient(url=url, api_key=api_key)
+                    client = qdrant_client.QdrantClient(url=url, api_key=connection.api_key)
                 elif path is not None:
                     client = qdrant_client.QdrantClient(path=str(path))
                 else:
@@ -112,7 +134,7 @@ class ClientBackend(Backend):
             except Exception as exc:
                 raise _client_error(exc, f"opening Qdrant ({url or path or location})") from exc
         self.sync_api = client
-        self.async_api = async_client
+        self.async_api = connection.async_client
         self.is_local = type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
         self.indexes_payload = not self.is_local  # local mode ignores payload indexes
         self.where = f"collection {self.collection_name!r}"

@@ -1,8 +1,10 @@
-"""The BM25 settings saved with a keyword or joint collection: what a new one saves, and the checks a reopened one
-passes before a store ranks with it (pure: no I/O, no Qdrant types). The scheme is
-:mod:`rrf_retriever.stores.qdrant.keyword`'s.
+"""The BM25 settings of a keyword or joint store: those it is asked for (:class:`Bm25Settings`, one frozen value
+validated when built), what a new collection saves, and the checks a reopened one passes before a store ranks with
+it (pure: no I/O, no Qdrant types). The scheme is :mod:`rrf_retriever.stores.qdrant.keyword`'s.
 
 Example:
+    >>> Bm25Settings(k1=1.5).k1, Bm25Settings().k3
+    (1.5, inf)
     >>> from rrf_retriever.analysis.analyzer import default_analyzer
     >>> saved = new_params(k1=1.2, b=0.75, avgdl=None, avgdl_fixed=False, title_weight=2.0,
     ...                    analyzer=default_analyzer())
@@ -14,18 +16,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError, StoreError
 from rrf_retriever.stores.qdrant.points import CONTENT_KEY, METADATA_KEY, SPARSE_VECTOR_NAME, SparseValues
-from rrf_retriever.stores.qdrant.sparse_values import DocumentTerms, analyze_document, document_length, document_vector
+from rrf_retriever.stores.qdrant.sparse_values import (
+    DEFAULT_K3,
+    DEFAULT_SHORT_QUERY_TERMS,
+    DocumentTerms,
+    analyze_document,
+    check_k3,
+    check_short_query_terms,
+    document_length,
+    document_vector,
+)
 
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_K1",
     "PARAMS_FORMAT",
     "TERM_ID_SCHEME",
+    "Bm25Options",
+    "Bm25Settings",
     "check_param",
     "checked_params",
     "first_avgdl",
@@ -61,6 +75,64 @@ def check_param(name: str, value: object, upper: float | None) -> float:
         msg = f"{name} must be {bounds}, got {value!r}"
         raise InvalidArgumentError(msg)
     return value
+
+
+@dataclass(frozen=True)
+class Bm25Settings:
+    """The BM25 settings a keyword or joint store is asked for, validated when built (numbers as floats).
+
+    Attributes:
+        analyzer: The analyzer (None: the saved one when reopening, else Lucene stopwords and Porter stems).
+        k1, b: BM25 term saturation and length normalisation (None: the saved ones, else 1.2 and 0.75).
+        avgdl: The average document length to normalise by, fixed for good; None: frozen at the first write.
+        title_weight: The weight of ``metadata["title"]`` as its own field (None: the saved one, else 2.0).
+        live_idf: Ask Qdrant for the IDF of the live points where its statistics may count deleted ones.
+        auto_reweight: Re-freeze avgdl as the collection grows (never with ``avgdl=``).
+        k3: Query-term saturation ``qtf * (k3 + 1) / (qtf + k3)`` (``math.inf``: a repeated query term counts
+            again each time; 0: once). Query-time only: not saved, any value on any collection.
+        short_query_terms: A query of at most this many distinct terms counts each term once (0: never).
+            Query-time only, like ``k3``.
+
+    Raises:
+        InvalidTypeError / InvalidArgumentError: a value of the wrong type or out of range.
+    """
+
+    analyzer: Analyzer | None = None
+    k1: float | None = None
+    b: float | None = None
+    avgdl: float | None = None
+    title_weight: float | None = None
+    live_idf: bool = True
+    auto_reweight: bool = True
+    k3: float = DEFAULT_K3
+    short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS
+
+    def __post_init__(self) -> None:
+        checked: dict[str, Any] = {"k3": check_k3(self.k3),
+                                   "short_query_terms": check_short_query_terms(self.short_query_terms)}
+        if self.analyzer is not None and not isinstance(self.analyzer, Analyzer):
+            msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(self.analyzer).__name__}"
+            raise InvalidTypeError(msg)
+        for name, upper in (("k1", 100.0), ("b", 1.0), ("avgdl", None), ("title_weight", 100.0)):
+            value = getattr(self, name)
+            checked[name] = None if value is None else check_param(name, value, upper)
+        checked.update(live_idf=bool(self.live_idf), auto_reweight=bool(self.auto_reweight))
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+class Bm25Options(TypedDict, total=False):
+    """:class:`Bm25Settings` as keywords (``**options`` of a public keyword or hybrid store class)."""
+
+    analyzer: Analyzer | None
+    k1: float | None
+    b: float | None
+    avgdl: float | None
+    title_weight: float | None
+    live_idf: bool
+    auto_reweight: bool
+    k3: float
+    short_query_terms: int
 
 
 def new_params(

@@ -6,37 +6,30 @@ as the collection grows), the BM25 search and :meth:`~Bm25Store.reweight`. The s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from rrf_retriever.analysis.analyzer import Analyzer, default_analyzer, saved_config
-from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.fts5.match import DEFAULT_MAX_TERMS
 from rrf_retriever.stores.qdrant.backend import Saved, SparseQuery
 from rrf_retriever.stores.qdrant.bm25_params import (
     DEFAULT_B,
     DEFAULT_K1,
+    Bm25Settings,
     check_param,
     checked_params,
     first_avgdl,
     new_params,
     values_of,
 )
-from rrf_retriever.stores.qdrant.common import PreparedScope, QdrantStore
+from rrf_retriever.stores.qdrant.common import B, PreparedScope, QdrantStore
 from rrf_retriever.stores.qdrant.filters import NOTHING
 from rrf_retriever.stores.qdrant.ops import Op, Steps
 from rrf_retriever.stores.qdrant.points import Point, point_id
 from rrf_retriever.stores.qdrant.reweight import mean_length_steps, rewrite_steps
-from rrf_retriever.stores.qdrant.sparse_values import (
-    DEFAULT_K3,
-    DEFAULT_SHORT_QUERY_TERMS,
-    DEFAULT_TITLE_WEIGHT,
-    DocumentTerms,
-    check_k3,
-    check_short_query_terms,
-    query_vector,
-)
+from rrf_retriever.stores.qdrant.settings import StoreSettings
+from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_TITLE_WEIGHT, DocumentTerms, query_vector
 from rrf_retriever.types import Hit
 from rrf_retriever.vectors import VectorRows, rows_as_lists
 
@@ -46,68 +39,36 @@ __all__ = ["REWEIGHT_DRIFT", "Bm25Store"]
 REWEIGHT_DRIFT = 0.10
 
 
-class Bm25Store(QdrantStore):
+class Bm25Store(QdrantStore[B]):
     """The BM25 side of the keyword and joint kinds, on any backend.
 
     Args:
-        analyzer: The analyzer (default: Lucene stopwords, Porter stems); None when reopening: the saved one.
-        k1, b: BM25 term saturation and length normalisation (None: the saved ones, else 1.2 and 0.75).
-        avgdl: The average document length to normalise by, fixed for good; None: frozen at the first write.
-        title_weight: The weight of ``metadata["title"]`` as its own field (None: the saved one, else 2.0).
-        k3: Query-term saturation ``qtf * (k3 + 1) / (qtf + k3)`` (``math.inf``: a repeated query term counts
-            again each time; 0: once). Query-time only: not saved, any value on any collection.
-        short_query_terms: A query of at most this many distinct terms counts each term once (0: never).
-            Query-time only, like ``k3``.
-        live_idf: Ask Qdrant for the IDF of the live points where its statistics may count deleted ones.
-        auto_reweight: Re-freeze avgdl as the collection grows (never with ``avgdl=``).
-        batch_size, index_keys, max_auto_indexes: As for every Qdrant store.
+        bm25: The BM25 settings asked for (:class:`~rrf_retriever.stores.qdrant.bm25_params.Bm25Settings`; None
+            values: the saved ones when reopening, else the defaults).
+        settings: What every Qdrant store has (:class:`~rrf_retriever.stores.qdrant.settings.StoreSettings`).
     """
 
     analyzer: Analyzer
 
-    def __init__(
-        self,
-        *,
-        analyzer: Analyzer | None,
-        k1: float | None,
-        b: float | None,
-        avgdl: float | None,
-        title_weight: float | None,
-        live_idf: bool,
-        auto_reweight: bool,
-        batch_size: int,
-        index_keys: Sequence[str],
-        max_auto_indexes: int,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-    ) -> None:
-        #: Query-term saturation (query time only; see the class docstring).
-        self.k3 = check_k3(k3)
+    def __init__(self, bm25: Bm25Settings, settings: StoreSettings) -> None:
+        #: Query-term saturation (query time only; see :class:`~rrf_retriever.stores.qdrant.bm25_params.Bm25Settings`).
+        self.k3 = bm25.k3
         #: Queries of at most this many distinct terms count each term once (query time only).
-        self.short_query_terms = check_short_query_terms(short_query_terms)
-        if analyzer is not None and not isinstance(analyzer, Analyzer):
-            msg = f"analyzer must be an rrf_retriever.analysis.analyzer.Analyzer, not {type(analyzer).__name__}"
-            raise InvalidTypeError(msg)
-        self._asked: dict[str, Any] = {
-            "k1": None if k1 is None else check_param("k1", k1, 100.0),
-            "b": None if b is None else check_param("b", b, 1.0),
-            "avgdl": None if avgdl is None else check_param("avgdl", avgdl, None),
-            "title_weight": None if title_weight is None else check_param("title_weight", title_weight, 100.0),
-            "analyzer": analyzer,
-        }
-        self.analyzer = analyzer or default_analyzer()
-        self.k1 = DEFAULT_K1 if k1 is None else self._asked["k1"]
-        self.b = DEFAULT_B if b is None else self._asked["b"]
+        self.short_query_terms = bm25.short_query_terms
+        self._asked = bm25
+        self.analyzer = bm25.analyzer or default_analyzer()
+        self.k1 = DEFAULT_K1 if bm25.k1 is None else bm25.k1
+        self.b = DEFAULT_B if bm25.b is None else bm25.b
         #: The weight of ``metadata["title"]`` as its own field (0: text only); a reopened store's saved one.
-        self.title_weight = DEFAULT_TITLE_WEIGHT if title_weight is None else self._asked["title_weight"]
-        self.live_idf = bool(live_idf)
+        self.title_weight = DEFAULT_TITLE_WEIGHT if bm25.title_weight is None else bm25.title_weight
+        self.live_idf = bm25.live_idf
         #: Re-freeze avgdl when the documents written have doubled and their mean length moved (never with avgdl=).
-        self.auto_reweight = bool(auto_reweight) and avgdl is None
+        self.auto_reweight = bm25.auto_reweight and bm25.avgdl is None
         # What this store has written (documents, analyzed length) and the document count at the last drift check.
         self._written: list[int] | None = None
         self._checked_at = 0
         self._params: dict[str, Any] | None = None  # the collection's saved settings; None: no collection yet
-        super().__init__(batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        super().__init__(settings)
 
     # -- settings ----------------------------------------------------------------------------------------
     @property
@@ -158,11 +119,11 @@ class Bm25Store(QdrantStore):
         where = self.backend.where
         params = checked_params(saved, where)
         for name in ("k1", "b", "avgdl", "title_weight"):
-            asked = self._asked[name]
+            asked = getattr(self._asked, name)
             if asked is not None and asked != params[name]:
                 msg = f"{where} holds BM25 values written with {name}={params[name]!r}, not {asked!r}"
                 raise InvalidArgumentError(msg)
-        asked_analyzer = self._asked["analyzer"]
+        asked_analyzer = self._asked.analyzer
         if asked_analyzer is None:
             self.analyzer = Analyzer.from_config(params["analyzer"])
         elif asked_analyzer.config() != saved_config(params["analyzer"]):
@@ -174,7 +135,7 @@ class Bm25Store(QdrantStore):
         return params
 
     def _new_params(self, avgdl: float | None) -> dict[str, Any]:
-        return new_params(k1=self.k1, b=self.b, avgdl=avgdl, avgdl_fixed=self._asked["avgdl"] is not None,
+        return new_params(k1=self.k1, b=self.b, avgdl=avgdl, avgdl_fixed=self._asked.avgdl is not None,
                           title_weight=self.title_weight, analyzer=self.analyzer)
 
     # -- the write path ----------------------------------------------------------------------------------
@@ -195,12 +156,12 @@ class Bm25Store(QdrantStore):
             return
         created = False
         if not (yield from self._ready_steps()):
-            params = self._new_params(first_avgdl(terms, self.title_weight, self._asked["avgdl"])[0])
+            params = self._new_params(first_avgdl(terms, self.title_weight, self._asked.avgdl)[0])
             created = yield from self._create_steps(dimension, params)
         if dimension is not None:
             self._check_dimension(dimension)  # before anything is written
         assert self._params is not None
-        frozen, total = first_avgdl(terms, self._params["title_weight"], self._asked["avgdl"])
+        frozen, total = first_avgdl(terms, self._params["title_weight"], self._asked.avgdl)
         if self._params["avgdl"] is None and frozen is not None:  # the first terms ever: freeze avgdl now
             params = {**self._params, "avgdl": frozen}
             yield Op(self.backend.save_params, (params,), "save_params")

@@ -1,5 +1,6 @@
-"""The three store kinds on qdrant-client (``:memory:``, a local path, a server or a cluster): each class only opens
-its :class:`~rrf_retriever.stores.qdrant.backend_client.ClientBackend`.
+"""The three store kinds on qdrant-client (``:memory:``, a local path, a server or a cluster): each class is a thin
+constructor. It builds its kind's settings (frozen values, :mod:`~rrf_retriever.stores.qdrant.settings`) from its
+keywords, then its :class:`~rrf_retriever.stores.qdrant.backend_client.ClientBackend`, and hands them to the kind.
 
 Example:
     >>> from rrf_retriever.embeddings import HashingEmbedding
@@ -12,22 +13,24 @@ Example:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
-from rrf_retriever.stores.qdrant.backend_client import ClientBackend
-from rrf_retriever.stores.qdrant.common import QdrantStore
-from rrf_retriever.stores.qdrant.dense import DenseKind
+from rrf_retriever.stores.qdrant.backend_client import ClientBackend, ClientConnection, ClientOptions
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Options, Bm25Settings
+from rrf_retriever.stores.qdrant.dense import DenseKind, window_settings
 from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
-from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH
-from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_K3, DEFAULT_SHORT_QUERY_TERMS
+from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings, signature_with, split_options, take
 
-__all__ = ["QdrantDenseStore", "QdrantHybridStore", "QdrantKeywordStore"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["KEYWORD_COLLECTION", "QdrantDenseStore", "QdrantHybridStore", "QdrantKeywordStore"]
+
+#: The collection a :class:`QdrantKeywordStore` uses by default (the dense and hybrid stores: ``"rrf_retriever"``).
+KEYWORD_COLLECTION = "rrf_retriever_keyword"
 
 
 def _check_cluster_setting(name: str, value: object) -> int | None:
@@ -39,8 +42,16 @@ def _check_cluster_setting(name: str, value: object) -> int | None:
     return value
 
 
-class _OnClient(QdrantStore):
-    """What a store on qdrant-client shows of its connection."""
+class _ClientOptions(ClientOptions, StoreOptions, total=False):
+    """The keywords of a dense client store besides its windows."""
+
+
+class _ClientBm25Options(ClientOptions, Bm25Options, StoreOptions, total=False):
+    """The keywords of a keyword or hybrid client store besides its cluster settings."""
+
+
+class _ClientSurface:
+    """What a store on qdrant-client shows of its connection (read from the backend it holds)."""
 
     backend: ClientBackend
 
@@ -60,7 +71,7 @@ class _OnClient(QdrantStore):
         return self.backend.collection_name
 
 
-class QdrantDenseStore(_OnClient, DenseKind):
+class QdrantDenseStore(_ClientSurface, DenseKind[ClientBackend]):
     """A dense store on any ``QdrantClient``: ``:memory:``, a local ``path``, or a server ``url``.
 
     It implements :class:`~rrf_retriever.stores.base.DenseStore` (:mod:`~rrf_retriever.stores.qdrant.dense`).
@@ -102,31 +113,18 @@ class QdrantDenseStore(_OnClient, DenseKind):
     """
 
     def __init__(
-        self,
-        embedding: Any,
-        *,
-        client: Any = None,
-        location: str | None = ":memory:",
-        path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        api_key: str | None = None,
-        collection_name: str = "rrf_retriever",
-        async_client: Any = None,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
-        max_windows: int | None = None,
-        window_overlap: int | None = None,
+        self, embedding: Any, *, max_windows: int | None = None, window_overlap: int | None = None,
+        **options: Unpack[_ClientOptions],
     ) -> None:
-        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-                         max_windows=max_windows, window_overlap=window_overlap)
-        self._open(ClientBackend(
-            DENSE_LAYOUT, type(self).__name__, client=client, location=location, path=path, url=url,
-            api_key=api_key, collection_name=collection_name, async_client=async_client,
-        ))
+        given = split_options(type(self).__name__, options, ClientConnection, StoreSettings)
+        super().__init__(embedding, window_settings(max_windows, window_overlap), take(StoreSettings, given))
+        self._open(ClientBackend(DENSE_LAYOUT, type(self).__name__, take(ClientConnection, given)))
 
 
-class QdrantKeywordStore(_OnClient, KeywordKind):
+signature_with(QdrantDenseStore.__init__, ClientConnection, StoreSettings)
+
+
+class QdrantKeywordStore(_ClientSurface, KeywordKind[ClientBackend]):
     """A BM25 keyword store on any ``QdrantClient``: ``:memory:``, a local ``path``, or a server ``url``.
 
     It implements :class:`~rrf_retriever.stores.base.KeywordStore` (the scheme, and where it differs from exact
@@ -173,41 +171,18 @@ class QdrantKeywordStore(_OnClient, KeywordKind):
         ['a']
     """
 
-    def __init__(
-        self,
-        *,
-        client: Any = None,
-        location: str | None = ":memory:",
-        path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        api_key: str | None = None,
-        collection_name: str = "rrf_retriever_keyword",
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        async_client: Any = None,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
-    ) -> None:
-        super().__init__(
-            analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
-        self._open(ClientBackend(
-            KEYWORD_LAYOUT, type(self).__name__, client=client, location=location, path=path, url=url,
-            api_key=api_key, collection_name=collection_name, async_client=async_client,
-        ))
+    def __init__(self, **options: Unpack[_ClientBm25Options]) -> None:
+        given = split_options(type(self).__name__, options, ClientConnection, Bm25Settings, StoreSettings)
+        super().__init__(take(Bm25Settings, given), take(StoreSettings, given))
+        connection = take(ClientConnection, {"collection_name": KEYWORD_COLLECTION, **given})
+        self._open(ClientBackend(KEYWORD_LAYOUT, type(self).__name__, connection))
 
 
-class QdrantHybridStore(_OnClient, JointKind):
+signature_with(QdrantKeywordStore.__init__, ClientConnection, Bm25Settings, StoreSettings,
+               defaults={"collection_name": KEYWORD_COLLECTION})
+
+
+class QdrantHybridStore(_ClientSurface, JointKind[ClientBackend]):
     """Dense and BM25 legs in ONE collection on any ``QdrantClient``: one upsert writes both, one request
     (``query_batch_points``) searches both (:mod:`~rrf_retriever.stores.qdrant.joint`). Use :attr:`dense` and
     :attr:`keyword` as the engine's two sources.
@@ -224,14 +199,10 @@ class QdrantHybridStore(_OnClient, JointKind):
             An existing collection keeps its own.
         analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
             :class:`QdrantKeywordStore`.
-        async_client: An ``AsyncQdrantClient`` on the same server, for native async twins.
-        batch_size: Points per upsert request.
-        index_keys, max_auto_indexes: Payload indexes, as for :class:`QdrantDenseStore`.
+        async_client, batch_size, index_keys, max_auto_indexes: As for :class:`QdrantKeywordStore`.
 
     Raises:
-        MissingDependencyError: qdrant-client is not installed (extra ``qdrant``).
-        StoreLockedError: ``path`` is open in another client.
-        StoreUnavailableError: the server cannot be reached.
+        MissingDependencyError, StoreLockedError, StoreUnavailableError: As for :class:`QdrantKeywordStore`.
         StoreError: the collection exists but is not a joint one of ours.
 
     Example:
@@ -246,41 +217,20 @@ class QdrantHybridStore(_OnClient, JointKind):
         self,
         embedding: Any,
         *,
-        client: Any = None,
-        location: str | None = ":memory:",
-        path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        api_key: str | None = None,
-        collection_name: str = "rrf_retriever",
         shard_number: int | None = None,
         replication_factor: int | None = None,
         write_consistency_factor: int | None = None,
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        async_client: Any = None,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
+        **options: Unpack[_ClientBm25Options],
     ) -> None:
-        super().__init__(
-            embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
+        given = split_options(type(self).__name__, options, ClientConnection, Bm25Settings, StoreSettings)
+        super().__init__(embedding, take(Bm25Settings, given), take(StoreSettings, given))
         #: The ``create_collection`` settings of a collection this store creates (None: the server's default).
         self.cluster = {
             "shard_number": _check_cluster_setting("shard_number", shard_number),
             "replication_factor": _check_cluster_setting("replication_factor", replication_factor),
             "write_consistency_factor": _check_cluster_setting("write_consistency_factor", write_consistency_factor),
         }
-        self._open(ClientBackend(
-            JOINT_LAYOUT, type(self).__name__, client=client, location=location, path=path, url=url,
-            api_key=api_key, collection_name=collection_name, async_client=async_client, cluster=self.cluster,
-        ))
+        self._open(ClientBackend(JOINT_LAYOUT, type(self).__name__, take(ClientConnection, given), self.cluster))
+
+
+signature_with(QdrantHybridStore.__init__, ClientConnection, Bm25Settings, StoreSettings)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from rrf_retriever.errors import DimensionMismatchError, RRFRetrieverError, StoreError
 from rrf_retriever.progress import progress_bar
@@ -28,7 +28,6 @@ from rrf_retriever.stores.qdrant.points import (
     SCROLL_PAGE,
     ExcludeIds,
     Point,
-    check_batch_size,
     doc_id_of,
     fallback_point_id,
     hit_of,
@@ -37,12 +36,15 @@ from rrf_retriever.stores.qdrant.points import (
 )
 from rrf_retriever.stores.qdrant.resolve import resolve_steps
 from rrf_retriever.stores.qdrant.scoping import PayloadIndexes
+from rrf_retriever.stores.qdrant.settings import StoreSettings
 from rrf_retriever.types import Hit, Record
 from rrf_retriever.validate import MAX_LIMIT, check_ids, check_limit
 
-__all__ = ["READING", "PreparedScope", "QdrantStore"]
+__all__ = ["READING", "B", "PreparedScope", "QdrantStore"]
 
 T = TypeVar("T")
+#: The backend a store holds (a public class names its own: ``ClientBackend`` or ``EdgeBackend``).
+B = TypeVar("B", bound=Backend)
 #: How errors name the calls that read an existing collection.
 READING = "reading the collection"
 
@@ -56,22 +58,25 @@ class PreparedScope(NamedTuple):
     compiled: Any  # compile_filter's answer: True, False or the engine's condition
 
 
-class QdrantStore(StoreBase):
+class QdrantStore(StoreBase, Generic[B]):
     """The base of the three store kinds: the backend, the one engine-call choke point, and every operation that
     does not depend on the kind.
 
     A kind supplies :meth:`_known` / :meth:`_take` (what it learns from an existing collection) and
-    :meth:`_created`; a public store class picks the backend and hands it to :meth:`_open`.
+    :meth:`_created`; a public store class builds the kind from its settings, then builds the backend and hands it
+    to :meth:`_open` (so a bad setting raises before anything is opened or created on disk).
     """
 
-    backend: Backend
+    backend: B
 
-    def __init__(self, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int) -> None:
-        self.batch_size = check_batch_size(batch_size)
-        self.indexes = PayloadIndexes(index_keys, max_auto_indexes)
+    def __init__(self, settings: StoreSettings) -> None:
+        #: What the store was built with (batch size, declared payload indexes, their budget).
+        self.settings = settings
+        self.batch_size = settings.batch_size
+        self.indexes = PayloadIndexes(settings.index_keys, settings.max_auto_indexes)
         self._dimension: int | None = None
 
-    def _open(self, backend: Backend) -> None:
+    def _open(self, backend: B) -> None:
         """Take ``backend`` and read what an existing collection holds (closing the backend if that fails)."""
         self.backend = backend
         try:

@@ -25,7 +25,7 @@ from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest, in_thread
 from rrf_retriever.stores.qdrant.backend import Saved
-from rrf_retriever.stores.qdrant.common import QdrantStore
+from rrf_retriever.stores.qdrant.common import B, QdrantStore
 from rrf_retriever.stores.qdrant.ops import Steps
 from rrf_retriever.stores.qdrant.points import (
     CONTENT_KEY,
@@ -36,6 +36,7 @@ from rrf_retriever.stores.qdrant.points import (
     make_payload,
     point_id,
 )
+from rrf_retriever.stores.qdrant.settings import StoreSettings
 from rrf_retriever.types import Hit
 from rrf_retriever.validate import validate_batch
 from rrf_retriever.vectors import VectorRows, rows_as_lists, validate_vectors
@@ -125,31 +126,24 @@ async def embed_if_needed(
     return await embedding.aembed_documents(text_list) if text_list else []
 
 
-class DenseKind(QdrantStore):
+class DenseKind(QdrantStore[B]):
     """The dense store kind: every check, conversion and operation, on the backend a public class picks.
 
     Args:
         embedding: A LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable or an adapter
             (kept as ``self.embedding``, an :class:`~rrf_retriever.embeddings.EmbeddingAdapter`).
-        batch_size: Points per upsert request.
-        index_keys: Metadata keys to index as documents are written.
-        max_auto_indexes: How many payload indexes a filtered query may build on first use.
-        max_windows: Windows a long document is embedded in, at most (>= 2: a collection of windows, scored by
-            the best; 1: one vector a document; None: the existing collection's, else 1). Another value than an
+        windows: The windows asked for (:func:`window_settings`: None, the existing collection's, else one vector
+            a document; ``max_windows`` >= 2: a collection of windows, scored by the best). Another value than an
             existing collection's is an error.
-        window_overlap: Tokens (words for a model without ``embed_windows``) neighbouring windows share (None:
-            the collection's, else 32).
+        settings: What every Qdrant store has (:class:`~rrf_retriever.stores.qdrant.settings.StoreSettings`).
     """
 
     embedding: BaseEmbeddingAdapter
 
-    def __init__(
-        self, embedding: Any, *, batch_size: int, index_keys: Sequence[str], max_auto_indexes: int,
-        max_windows: int | None = None, window_overlap: int | None = None,
-    ) -> None:
+    def __init__(self, embedding: Any, windows: WindowSettings | None, settings: StoreSettings) -> None:
         self.embedding = as_embedding(embedding)
-        self._asked_windows = window_settings(max_windows, window_overlap)
-        super().__init__(batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes)
+        self._asked_windows = windows
+        super().__init__(settings)
 
     @property
     def max_windows(self) -> int:

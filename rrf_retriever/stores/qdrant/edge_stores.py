@@ -1,6 +1,7 @@
-"""The three store kinds on qdrant-edge-py, Qdrant's in-process engine: each class only opens its
-:class:`~rrf_retriever.stores.qdrant.backend_edge.EdgeBackend` (a shard in a locked directory), and shows the
-shard's maintenance (flush, optimize).
+"""The three store kinds on qdrant-edge-py, Qdrant's in-process engine: each class is a thin constructor. It builds
+its kind's settings (frozen values, :mod:`~rrf_retriever.stores.qdrant.settings`) from its keywords, then its
+:class:`~rrf_retriever.stores.qdrant.backend_edge.EdgeBackend` (a shard in a locked directory), hands them to the
+kind, and shows the shard's maintenance (flush, optimize).
 
 Example:
     >>> from rrf_retriever.embeddings import HashingEmbedding
@@ -15,33 +16,81 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.qdrant.backend import DENSE_LAYOUT, JOINT_LAYOUT, KEYWORD_LAYOUT
 from rrf_retriever.stores.qdrant.backend_edge import EdgeBackend
-from rrf_retriever.stores.qdrant.common import QdrantStore
-from rrf_retriever.stores.qdrant.dense import DenseKind
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Options, Bm25Settings
+from rrf_retriever.stores.qdrant.dense import DenseKind, window_settings
 from rrf_retriever.stores.qdrant.edge_index import DEFAULT_INDEX, FILTERED_SEARCH, GRAPH_POINTS, INDEX_KINDS
 from rrf_retriever.stores.qdrant.joint import JointKind
 from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.ops import Op
-from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, Metadatas, Vectors
-from rrf_retriever.stores.qdrant.sparse_values import DEFAULT_K3, DEFAULT_SHORT_QUERY_TERMS
+from rrf_retriever.stores.qdrant.points import Metadatas, Vectors
+from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings, signature_with, split_options, take
 
-__all__ = ["AUTO_OPTIMIZE_POINTS", "QdrantEdgeDenseStore", "QdrantEdgeHybridStore", "QdrantEdgeKeywordStore"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "AUTO_OPTIMIZE_POINTS",
+    "EdgeSearch",
+    "EdgeSearchOptions",
+    "QdrantEdgeDenseStore",
+    "QdrantEdgeHybridStore",
+    "QdrantEdgeKeywordStore",
+]
 
 #: ``auto_optimize=True``: an add leaving at least this many points outside the optimized segments optimizes the
 #: shard (int8 and plain shards; an HNSW shard builds its graph only when ``optimize`` is called).
 AUTO_OPTIMIZE_POINTS = 10_000
 
 
-class _OnEdge(QdrantStore):
-    """What a store on qdrant-edge shows of its shard."""
+@dataclass(frozen=True)
+class EdgeSearch:
+    """The dense search settings a qdrant-edge store opens with (:attr:`QdrantEdgeDenseStore.exact` and
+    :attr:`~QdrantEdgeDenseStore.hnsw_ef` change them afterwards).
+
+    Attributes:
+        exact: Force exact search (float vectors, every point) even after ``optimize``.
+        hnsw_ef: HNSW search breadth (``ef``) once an index exists; None is Qdrant's default.
+    """
+
+    exact: bool = False
+    hnsw_ef: int | None = None
+
+
+class EdgeSearchOptions(TypedDict, total=False):
+    """:class:`EdgeSearch` as keywords (``**options`` of a dense or hybrid edge store class)."""
+
+    exact: bool
+    hnsw_ef: int | None
+
+
+class _EdgeDenseOptions(EdgeSearchOptions, StoreOptions, total=False):
+    """The keywords of a dense edge store besides its path, index, maintenance and windows."""
+
+
+class _EdgeBm25Options(Bm25Options, StoreOptions, total=False):
+    """The keywords of a keyword edge store besides its path."""
+
+
+class _EdgeJointOptions(_EdgeDenseOptions, _EdgeBm25Options, total=False):
+    """The keywords of a hybrid edge store besides its path."""
+
+
+class _EdgeSurface:
+    """What a store on qdrant-edge shows of its shard (the backend it holds, maintained through the store's one
+    engine-call choke point)."""
 
     backend: EdgeBackend
+    if TYPE_CHECKING:  # the store's own (QdrantStore._maintain), declared for the type checker only
+
+        def _maintain(self, op: Op) -> Any: ...
+
     #: qdrant-edge-py 0.9 keeps the GIL for the whole of a search (benchmarks/speed/bench_leg_overlap.py), so no other
     #: Python thread runs meanwhile: the engine starts this leg after the others are under way.
     holds_gil: bool = True
@@ -65,7 +114,7 @@ class _OnEdge(QdrantStore):
         return bool(self._maintain(Op(self.backend.optimize, (), "optimize")))
 
 
-class _DenseOnEdge(_OnEdge):
+class _DenseEdgeSurface(_EdgeSurface):
     """The dense search settings of a store with a dense vector on qdrant-edge (read by every search)."""
 
     @property
@@ -102,7 +151,7 @@ class _DenseOnEdge(_OnEdge):
         self.backend.filtered_search = value
 
 
-class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
+class QdrantEdgeDenseStore(_DenseEdgeSurface, DenseKind[EdgeBackend]):
     """A dense store on qdrant-edge, Qdrant's in-process engine: persistent, for large collections.
 
     The store lives in the directory ``path`` (``shard/`` holds Qdrant's segments and write-ahead log,
@@ -152,19 +201,15 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         embedding: Any,
         path: str | os.PathLike[str] | None = None,
         *,
-        exact: bool = False,
-        hnsw_ef: int | None = None,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
         index: str | None = None,
         auto_optimize: bool | int = True,
         max_windows: int | None = None,
         window_overlap: int | None = None,
         graph_points: int | None = GRAPH_POINTS,
+        **options: Unpack[_EdgeDenseOptions],
     ) -> None:
-        super().__init__(embedding, batch_size=batch_size, index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-                         max_windows=max_windows, window_overlap=window_overlap)
+        given = split_options(type(self).__name__, options, EdgeSearch, StoreSettings)
+        super().__init__(embedding, window_settings(max_windows, window_overlap), take(StoreSettings, given))
         if graph_points is not None and (isinstance(graph_points, bool) or not isinstance(graph_points, int)):
             msg = f"graph_points must be a number of points or None, not {type(graph_points).__name__}"
             raise InvalidTypeError(msg)
@@ -183,8 +228,9 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
             raise InvalidArgumentError(msg)
         self._auto_optimize = auto_optimize
         self._deferring = 0  # open deferred_maintenance blocks
-        self._open(EdgeBackend(DENSE_LAYOUT, type(self).__name__, path, prefix="rrf-edge-", exact=exact,
-                               hnsw_ef=hnsw_ef, index=index))
+        search = take(EdgeSearch, given)
+        self._open(EdgeBackend(DENSE_LAYOUT, type(self).__name__, path, prefix="rrf-edge-", exact=search.exact,
+                               hnsw_ef=search.hnsw_ef, index=index))
 
     @property
     def index(self) -> str:
@@ -256,7 +302,10 @@ class QdrantEdgeDenseStore(_DenseOnEdge, DenseKind):
         return bool(self._maintain(Op(self.backend.grow_graph, (), "grow the HNSW graph")))
 
 
-class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
+signature_with(QdrantEdgeDenseStore.__init__, EdgeSearch, StoreSettings)
+
+
+class QdrantEdgeKeywordStore(_EdgeSurface, KeywordKind[EdgeBackend]):
     """A BM25 keyword store on qdrant-edge: persistent, in-process.
 
     It implements :class:`~rrf_retriever.stores.base.KeywordStore` like
@@ -286,32 +335,16 @@ class QdrantEdgeKeywordStore(_OnEdge, KeywordKind):
         ['a']
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Any = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
-    ) -> None:
-        super().__init__(
-            analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
+    def __init__(self, path: str | os.PathLike[str] | None = None, **options: Unpack[_EdgeBm25Options]) -> None:
+        given = split_options(type(self).__name__, options, Bm25Settings, StoreSettings)
+        super().__init__(take(Bm25Settings, given), take(StoreSettings, given))
         self._open(EdgeBackend(KEYWORD_LAYOUT, type(self).__name__, path, prefix="rrf-edge-kw-"))
 
 
-class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
+signature_with(QdrantEdgeKeywordStore.__init__, Bm25Settings, StoreSettings)
+
+
+class QdrantEdgeHybridStore(_DenseEdgeSurface, JointKind[EdgeBackend]):
     """Dense and BM25 legs in ONE qdrant-edge shard, in the directory ``path`` (locked against a second opener;
     None: a temporary directory removed by :meth:`close`). Use :attr:`dense` and :attr:`keyword` as the engine's
     two sources. :meth:`search_batch` runs the legs one after the other under the store's lock (one call from the
@@ -340,29 +373,13 @@ class QdrantEdgeHybridStore(_DenseOnEdge, JointKind):
     """
 
     def __init__(
-        self,
-        embedding: Any,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        exact: bool = False,
-        hnsw_ef: int | None = None,
-        analyzer: Analyzer | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        avgdl: float | None = None,
-        title_weight: float | None = None,
-        live_idf: bool = True,
-        auto_reweight: bool = True,
-        k3: float = DEFAULT_K3,
-        short_query_terms: int = DEFAULT_SHORT_QUERY_TERMS,
-        batch_size: int = UPSERT_BATCH,
-        index_keys: Sequence[str] = (),
-        max_auto_indexes: int = MAX_AUTO_INDEXES,
+        self, embedding: Any, path: str | os.PathLike[str] | None = None, **options: Unpack[_EdgeJointOptions]
     ) -> None:
-        super().__init__(
-            embedding, analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
-        self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=exact,
-                               hnsw_ef=hnsw_ef))
+        given = split_options(type(self).__name__, options, EdgeSearch, Bm25Settings, StoreSettings)
+        super().__init__(embedding, take(Bm25Settings, given), take(StoreSettings, given))
+        search = take(EdgeSearch, given)
+        self._open(EdgeBackend(JOINT_LAYOUT, type(self).__name__, path, prefix="rrf-edge-hy-", exact=search.exact,
+                               hnsw_ef=search.hnsw_ef))
+
+
+signature_with(QdrantEdgeHybridStore.__init__, EdgeSearch, Bm25Settings, StoreSettings)

@@ -29,17 +29,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rrf_retriever.analysis.analyzer import Analyzer
 from rrf_retriever.embeddings import BaseEmbeddingAdapter, as_embedding
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.qdrant.backend import Saved
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Settings
 from rrf_retriever.stores.qdrant.bm25_store import Bm25Store
+from rrf_retriever.stores.qdrant.common import B
 from rrf_retriever.stores.qdrant.dense import DenseBatch, embed_if_needed, prepare_dense_batch
 from rrf_retriever.stores.qdrant.joint_views import HybridDenseView, HybridKeywordView
 from rrf_retriever.stores.qdrant.ops import Op, Steps, drive, failed, finish
 from rrf_retriever.stores.qdrant.points import CONTENT_KEY, METADATA_KEY, ExcludeIds, Metadatas, Point, Vectors
+from rrf_retriever.stores.qdrant.settings import StoreSettings
 from rrf_retriever.stores.qdrant.sparse_values import analyze_document
 from rrf_retriever.types import Hit
 
@@ -49,40 +51,19 @@ __all__ = ["BatchResult", "JointKind"]
 BatchResult = list["list[Hit] | Exception"]
 
 
-class JointKind(Bm25Store):
+class JointKind(Bm25Store[B]):
     """The joint kind: dense and BM25 legs in one collection, written by one upsert, searched by one request.
 
     Args:
         embedding: The dense leg's embedding (LangChain, LlamaIndex, a callable or an adapter).
-        analyzer, k1, b, avgdl, title_weight, live_idf, auto_reweight, k3, short_query_terms: The BM25 leg, as for
-            :class:`~rrf_retriever.stores.qdrant.bm25_store.Bm25Store`.
-        batch_size, index_keys, max_auto_indexes: As for every Qdrant store.
+        bm25: The BM25 leg's settings, as for :class:`~rrf_retriever.stores.qdrant.bm25_store.Bm25Store`.
+        settings: What every Qdrant store has (:class:`~rrf_retriever.stores.qdrant.settings.StoreSettings`).
     """
 
     embedding: BaseEmbeddingAdapter
 
-    def __init__(
-        self,
-        embedding: Any,
-        *,
-        analyzer: Analyzer | None,
-        k1: float | None,
-        b: float | None,
-        avgdl: float | None,
-        title_weight: float | None,
-        live_idf: bool,
-        auto_reweight: bool,
-        k3: float,
-        short_query_terms: int,
-        batch_size: int,
-        index_keys: Sequence[str],
-        max_auto_indexes: int,
-    ) -> None:
-        super().__init__(
-            analyzer=analyzer, k1=k1, b=b, avgdl=avgdl, title_weight=title_weight, live_idf=live_idf,
-            auto_reweight=auto_reweight, k3=k3, short_query_terms=short_query_terms, batch_size=batch_size,
-            index_keys=index_keys, max_auto_indexes=max_auto_indexes,
-        )
+    def __init__(self, embedding: Any, bm25: Bm25Settings, settings: StoreSettings) -> None:
+        super().__init__(bm25, settings)
         self.embedding = as_embedding(embedding)
         #: The dense leg's view (writes both vectors).
         self.dense = HybridDenseView(self)

@@ -86,6 +86,7 @@ from typing import Any
 from rrf_retriever.scope.tree import FilterSpec
 from rrf_retriever.stores.base import SearchRequest
 from rrf_retriever.stores.qdrant.bm25_store import Bm25Store
+from rrf_retriever.stores.qdrant.common import B
 from rrf_retriever.stores.qdrant.ops import Steps
 from rrf_retriever.stores.qdrant.points import ExcludeIds, Metadatas, make_payload
 from rrf_retriever.stores.qdrant.sparse_values import DocumentTerms, analyze_document
@@ -95,7 +96,7 @@ from rrf_retriever.validate import validate_batch
 __all__ = ["KeywordKind"]
 
 
-class KeywordKind(Bm25Store):
+class KeywordKind(Bm25Store[B]):
     """The keyword store kind (a :class:`~rrf_retriever.stores.base.KeywordStore`): points carry the BM25 sparse
     vector only. Settings: as for :class:`~rrf_retriever.stores.qdrant.bm25_store.Bm25Store`."""
 

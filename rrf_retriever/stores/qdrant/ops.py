@@ -5,7 +5,10 @@ every caller) and its arguments. The runner calls ``op.call(api, *op.args)`` and
 ``yield``, or throws the error in there (so an operation can catch it, and its ``with`` blocks close).
 :func:`run_sync` does that with the sync client (or none: qdrant-edge); :func:`run_async` awaits each call made
 with an ``AsyncQdrantClient``, which has the methods of ``QdrantClient`` as coroutines. So ``add`` and ``aadd``
-share one body.
+share one body. Both runners resume an operation with :func:`advance`, which also lets :func:`drive` stop several
+operations at their engine query, so a joint store sends its legs' queries as one request
+(:meth:`~rrf_retriever.stores.qdrant.joint.JointKind.search_batch`): plain sync and async bodies would write each
+operation twice and could not batch so.
 
 Example:
     >>> def double(api, x):
@@ -25,7 +28,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Finished", "Op", "Steps", "drive", "failed", "finish", "run_async", "run_sync", "then"]
+__all__ = ["Finished", "Op", "Steps", "advance", "drive", "failed", "finish", "run_async", "run_sync", "then"]
 
 T = TypeVar("T")
 
@@ -66,19 +69,35 @@ def then(result: Any, fn: Callable[[Any], T]) -> Any:
     return finish()
 
 
+class Finished:
+    """A finished operation's result (or its error, kept as the result), as :func:`advance` and :func:`drive`
+    return it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def advance(steps: Steps[Any], reply: Any, error: BaseException | None) -> Op | Finished:
+    """Resume ``steps`` with the last call's ``reply`` (or throw its ``error`` in): its next op, or
+    :class:`Finished` with what it returned. An error the steps raise propagates."""
+    try:
+        return steps.send(reply) if error is None else steps.throw(error)
+    except StopIteration as done:
+        return Finished(done.value)
+
+
 def run_sync(steps: Steps[T], perform: Callable[[Op], Any]) -> T:
     """Run an operation, each of its ops by ``perform`` (whose error is thrown back into the operation)."""
     reply, error = None, None
     with contextlib.closing(steps):
-        while True:
-            try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                return done.value
+        while not isinstance(op := advance(steps, reply, error), Finished):
             try:
                 reply, error = perform(op), None
             except Exception as exc:  # thrown into the steps
                 reply, error = None, exc
+        return op.value
 
 
 async def run_async(
@@ -88,24 +107,12 @@ async def run_async(
     op.action)`` (our error type) before it is thrown in."""
     reply, error = None, None
     with contextlib.closing(steps):
-        while True:
-            try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                return done.value
+        while not isinstance(op := advance(steps, reply, error), Finished):
             try:
                 reply, error = await perform(op), None
             except Exception as exc:  # thrown into the steps
                 reply, error = None, translate(exc, op.action)
-
-
-class Finished:
-    """A finished operation's result (or its error, kept as the result), as :func:`drive` returns it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
+        return op.value
 
 
 def drive(
@@ -116,12 +123,10 @@ def drive(
     run: the caller runs it, e.g. with other operations' ops in one request, and drives on with its reply)."""
     while True:
         try:
-            op = steps.send(reply) if error is None else steps.throw(error)
-        except StopIteration as done:
-            return Finished(done.value)
+            op = advance(steps, reply, error)
         except Exception as exc:
             return Finished(exc)
-        if stop_at(op):
+        if isinstance(op, Finished) or stop_at(op):
             return op
         try:
             reply, error = (yield op), None

@@ -1,0 +1,92 @@
+"""The public Qdrant store classes take their settings as keyword groups (rrf_retriever/stores/qdrant/settings.py):
+every keyword users call keeps its name and default, reaches the store, and an unknown one is a TypeError."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rrf_retriever.embeddings import HashingEmbedding
+from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
+from rrf_retriever.stores import qdrant
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Settings
+from rrf_retriever.stores.qdrant.settings import StoreSettings
+
+# The keywords and defaults users call (README, the classes' docstrings), written out here, not read from the code.
+CLIENT = {"client": None, "location": ":memory:", "path": None, "url": None, "api_key": None,
+          "collection_name": "rrf_retriever", "async_client": None}
+BM25 = {"analyzer": None, "k1": None, "b": None, "avgdl": None, "title_weight": None, "live_idf": True,
+        "auto_reweight": True, "k3": math.inf, "short_query_terms": 20}
+STORE = {"batch_size": 256, "index_keys": (), "max_auto_indexes": 8}
+WINDOWS = {"max_windows": None, "window_overlap": None}
+EDGE_SEARCH = {"exact": False, "hnsw_ef": None}
+CLUSTER = {"shard_number": None, "replication_factor": None, "write_consistency_factor": None}
+EXPECTED: dict[type, tuple[list[str], dict[str, Any]]] = {
+    qdrant.QdrantDenseStore: (["embedding"], {**CLIENT, **STORE, **WINDOWS}),
+    qdrant.QdrantKeywordStore: ([], {**CLIENT, "collection_name": "rrf_retriever_keyword", **BM25, **STORE}),
+    qdrant.QdrantHybridStore: (["embedding"], {**CLIENT, **CLUSTER, **BM25, **STORE}),
+    qdrant.QdrantEdgeDenseStore: (["embedding", "path"], {**EDGE_SEARCH, **STORE, **WINDOWS, "index": None,
+                                                          "auto_optimize": True, "graph_points": 100_000}),
+    qdrant.QdrantEdgeKeywordStore: (["path"], {**BM25, **STORE}),
+    qdrant.QdrantEdgeHybridStore: (["embedding", "path"], {**EDGE_SEARCH, **BM25, **STORE}),
+}
+
+
+@pytest.mark.parametrize("cls", list(EXPECTED), ids=lambda c: c.__name__)
+def test_each_class_shows_every_keyword_with_its_default(cls: type) -> None:
+    positional, keywords = EXPECTED[cls]
+    params = inspect.signature(cls).parameters
+    assert [n for n, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD] == positional
+    shown = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert shown == keywords
+
+
+@pytest.mark.parametrize("cls", list(EXPECTED), ids=lambda c: c.__name__)
+def test_an_unknown_keyword_is_a_type_error_naming_the_class(cls: type) -> None:
+    args = [HashingEmbedding(dim=8)] if "embedding" in EXPECTED[cls][0] else []
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\.__init__\(\) got an unexpected keyword argument 'k_1'$"):
+        cls(*args, k_1=1.2)
+
+
+def test_the_defaults_reach_the_store() -> None:
+    with qdrant.QdrantKeywordStore() as store:
+        assert store.collection_name == "rrf_retriever_keyword"
+        assert (store.k1, store.b, store.k3, store.short_query_terms, store.live_idf) == (1.2, 0.75, math.inf, 20, True)
+        assert (store.batch_size, store.index_keys, store.max_auto_indexes) == (256, frozenset(), 8)
+    with qdrant.QdrantHybridStore(HashingEmbedding(dim=8)) as hybrid:
+        assert hybrid.collection_name == "rrf_retriever" and hybrid.auto_reweight
+
+
+def test_every_group_of_keywords_reaches_an_edge_hybrid_store(tmp_path: Path) -> None:
+    with qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", exact=True, hnsw_ef=40, k1=1.5,
+                                      title_weight=0, short_query_terms=0, batch_size=7, index_keys=["lang"],
+                                      max_auto_indexes=2) as store:
+        assert (store.exact, store.hnsw_ef, store.k1, store.title_weight, store.short_query_terms) == (
+            True, 40, 1.5, 0.0, 0)
+        assert (store.batch_size, store.index_keys, store.max_auto_indexes) == (7, frozenset({"lang"}), 2)
+        assert store.path == tmp_path / "h"
+
+
+def test_a_bad_setting_raises_before_the_directory_is_made(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="batch_size"):
+        qdrant.QdrantEdgeKeywordStore(tmp_path / "k", batch_size=0)
+    with pytest.raises(InvalidTypeError, match="analyzer"):
+        qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", analyzer="porter")  # type: ignore[arg-type]
+    assert not (tmp_path / "k").exists() and not (tmp_path / "h").exists()
+
+
+def test_settings_are_frozen_and_checked_once_built() -> None:
+    settings = StoreSettings(index_keys=["b", "a"])
+    assert settings.index_keys == ("a", "b")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.batch_size = 1  # type: ignore[misc]
+    assert Bm25Settings(k1=2, b=1).k1 == 2.0 and isinstance(Bm25Settings(k1=2).k1, float)
+    with pytest.raises(InvalidArgumentError, match="k1"):
+        Bm25Settings(k1=-1.0)
+    with pytest.raises(InvalidArgumentError, match="max_auto_indexes"):
+        StoreSettings(max_auto_indexes=1001)
