@@ -21,26 +21,18 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(app: Any) -> Iterator[str]:
-    """Serve ``app`` until the block ends; yields the base URL.
-
-    The socket is bound here and handed to uvicorn, so no other process (a parallel test worker) can take the port
-    between choosing it and serving on it.
-    """
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    """Serve ``app`` until the block ends; yields the base URL."""
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
-    while not server.started:  # uvicorn offers no event to wait on; it starts in milliseconds
+    while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             pytest.fail("uvicorn did not start")
-        time.sleep(0.005)
+        time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
-        sock.close()
