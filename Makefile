@@ -41,8 +41,8 @@ XDIST := -n $(JOBS) --dist loadfile
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(XDIST)
 
-# The inner loop: unit tests only, without the ones marked slow (~3,100 tests; 21 min on 2 workers vs
-# 34 min serially, measured on 2 cores overloaded by other work (load ~20); not yet re-measured idle).
+# The inner loop: unit tests only, without the ones marked slow (~3,100 tests; 2:11 on 2 workers vs
+# 3:12 serially, measured side by side on 2 cores shared with other work (load 10 to 4); not yet measured idle).
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/unit -m "not slow" -q $(XDIST)
 
