@@ -30,7 +30,7 @@ from typing import Any
 
 from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import RRFRetrieverError, missing_dependency
-from rrf_retriever.stores.qdrant.points import DENSE_VECTOR_NAME, Point
+from rrf_retriever.stores.qdrant.points import DENSE_VECTOR_NAME, SPARSE_VECTOR_NAME, Point
 
 __all__ = [
     "DENSE_LAYOUT",
@@ -145,6 +145,24 @@ class Backend(ABC):
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.lock = threading.RLock()
+
+    # -- points in the engine's models ---------------------------------------------------------------------
+    def point_vectors(self, point: Point) -> Any:
+        """A point's vectors as the engine takes them: the unnamed dense list, else ``{name: vector}`` (the sparse
+        vector in the engine's own model, :meth:`sparse_vector`)."""
+        if self.layout.dense == "":
+            return point.dense
+        vectors: dict[str, Any] = {}
+        if point.dense is not None and self.layout.dense is not None:
+            vectors[self.layout.dense] = point.dense
+        if point.sparse is not None:
+            vectors[SPARSE_VECTOR_NAME] = self.sparse_vector(*point.sparse)
+        return vectors
+
+    def sparse_vector(self, indices: Sequence[int], values: Sequence[float]) -> Any:
+        """A sparse vector in the engine's model (a layout with a sparse vector needs it)."""
+        msg = f"{type(self).__name__} has no sparse vector model"
+        raise NotImplementedError(msg)
 
     # -- lifecycle and errors ----------------------------------------------------------------------------
     def guard(self) -> contextlib.AbstractContextManager[Any]:

@@ -233,24 +233,15 @@ class ClientBackend(Backend):
     def save_params(self, api: Any, params: dict[str, Any]) -> Any:
         return api.update_collection(self.collection_name, metadata={METADATA_PARAMS_KEY: params})
 
-    def _vector(self, point: Point) -> Any:
-        """A point's vectors in qdrant-client's models: the unnamed dense list, else ``{name: vector}``."""
-        if self.layout.dense == "":
-            return point.dense
-        vectors: dict[str, Any] = {}
-        if point.dense is not None and self.layout.dense is not None:
-            vectors[self.layout.dense] = point.dense
-        if point.sparse is not None:
-            indices, values = point.sparse
-            vectors[SPARSE_VECTOR_NAME] = self.models.SparseVector(indices=indices, values=values)
-        return vectors
+    def sparse_vector(self, indices: Sequence[int], values: Sequence[float]) -> Any:
+        return self.models.SparseVector(indices=indices, values=values)
 
     def upsert(self, api: Any, points: list[Point]) -> Any:
-        structs = [self.models.PointStruct(id=p.pid, vector=self._vector(p), payload=p.payload) for p in points]
+        structs = [self.models.PointStruct(id=p.pid, vector=self.point_vectors(p), payload=p.payload) for p in points]
         return api.upsert(self.collection_name, points=structs, wait=True)
 
     def update_vectors(self, api: Any, points: list[Point]) -> Any:
-        updates = [self.models.PointVectors(id=p.pid, vector=self._vector(p)) for p in points]
+        updates = [self.models.PointVectors(id=p.pid, vector=self.point_vectors(p)) for p in points]
         return api.update_vectors(self.collection_name, points=updates, wait=True)
 
     def delete(self, api: Any, pids: list[str]) -> Any:

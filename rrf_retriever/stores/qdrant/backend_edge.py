@@ -337,16 +337,8 @@ class EdgeBackend(Backend):
     def save_params(self, api: Any, params: dict[str, Any]) -> None:
         _write_meta(self.path, self._meta(int(self._dimension or 0), params))
 
-    def _vector(self, point: Point) -> Any:
-        """A point's vectors in qdrant-edge's models: the unnamed dense list, else ``{name: vector}``."""
-        if self.layout.dense == "":
-            return point.dense
-        vectors: dict[str, Any] = {}
-        if point.dense is not None and self.layout.dense is not None:
-            vectors[self.layout.dense] = point.dense
-        if point.sparse is not None:
-            vectors[SPARSE_VECTOR_NAME] = self.qe.SparseVector(*point.sparse)
-        return vectors
+    def sparse_vector(self, indices: Sequence[int], values: Sequence[float]) -> Any:
+        return self.qe.SparseVector(indices, values)
 
     def _write(self, operation: Any) -> None:
         self._generation += 1
@@ -358,12 +350,12 @@ class EdgeBackend(Backend):
     def upsert(self, api: Any, points: list[Point]) -> None:
         qe = self.qe
         self._write(qe.UpdateOperation.upsert_points(
-            [qe.Point(uuid.UUID(p.pid), self._vector(p), p.payload) for p in points]))
+            [qe.Point(uuid.UUID(p.pid), self.point_vectors(p), p.payload) for p in points]))
 
     def update_vectors(self, api: Any, points: list[Point]) -> None:
         qe = self.qe
         self._write(qe.UpdateOperation.update_vectors(
-            [qe.PointVectors(uuid.UUID(p.pid), self._vector(p)) for p in points]))
+            [qe.PointVectors(uuid.UUID(p.pid), self.point_vectors(p)) for p in points]))
 
     def delete(self, api: Any, pids: list[str]) -> None:
         self._write(self.qe.UpdateOperation.delete_points([uuid.UUID(p) for p in pids]))
