@@ -55,6 +55,7 @@ __all__ = [
     "Range",
     "date_bounds",
     "matches",
+    "merged_equalities",
     "scope_key",
     "text_test",
 ]
@@ -142,6 +143,44 @@ FilterNode = Union[Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not]
 NormalizedFilter = FilterNode
 
 _NODES = (Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not)
+
+
+def merged_equalities(node: AllOf | AnyOf) -> tuple[FilterNode, ...]:
+    """The parts of ``node`` with the equalities on one key merged, the same filter in fewer parts: in an
+    :class:`AnyOf`, the :class:`Match` parts on one key as one ``Match`` of all their values (``x = a OR x = b`` is
+    ``x IN (a, b)``); in an :class:`AllOf`, the ``Not(Match)`` parts on one key as one ``Not`` of one ``Match``
+    (``NOT a AND NOT b`` is ``NOT (a OR b)``). A merged part stands where its key first did; the rest keep their
+    order. A store whose cost grows with the parts (FTS5: one subquery each) compiles these instead.
+
+    Example:
+        >>> merged_equalities(AnyOf((Match("n", (1,)), Range("m", gt=0), Match("n", (2,)))))
+        (Match(key='n', values=(1, 2)), Range(key='m', gt=0, gte=None, lt=None, lte=None))
+    """
+    negated = isinstance(node, AllOf)
+
+    def key_of(part: FilterNode) -> str | None:
+        inner = part.part if negated and isinstance(part, Not) else (None if negated else part)
+        return inner.key if isinstance(inner, Match) else None
+
+    keys = [key_of(part) for part in node.parts]
+    present = [key for key in keys if key is not None]
+    if len(present) == len(set(present)):
+        return node.parts  # no key repeats: nothing to merge
+    values: dict[str, list[FilterValue]] = {}
+    for part, key in zip(node.parts, keys):
+        if key is not None:
+            inner = part.part if isinstance(part, Not) else part
+            values.setdefault(key, []).extend(inner.values)  # type: ignore[union-attr]  # key_of: a Match
+    out: list[FilterNode] = []
+    placed: set[str] = set()
+    for part, key in zip(node.parts, keys):
+        if key is None:
+            out.append(part)
+        elif key not in placed:
+            placed.add(key)
+            merged = Match(key, tuple(values[key]))
+            out.append(Not(merged) if negated else merged)
+    return tuple(out)
 
 
 def matches(metadata: Mapping[str, Any], flt: FilterNode | None) -> bool:

@@ -47,6 +47,7 @@ from rrf_retriever.scope.tree import (
     Not,
     Range,
     date_bounds,
+    merged_equalities,
     scope_key,
 )
 
@@ -226,10 +227,12 @@ def where_sql(node: FilterNode, rowid: str, table: str = "rrf") -> tuple[str, li
         if isinstance(n, Exists):
             params.append(n.key)
             return f"{rowid} IN (SELECT doc FROM {t} WHERE key = ? AND vtype = '{PRESENT}')"
+        # Equalities on one key merged first: each part is a subquery over the scope table, and 4,900 ORed
+        # equalities on one key took ~7 s where one IN list takes milliseconds.
         if isinstance(n, AllOf):
-            return balanced_join([compile_(p) for p in n.parts], "AND") if n.parts else "1"
+            return balanced_join([compile_(p) for p in merged_equalities(n)], "AND") if n.parts else "1"
         if isinstance(n, AnyOf):
-            return balanced_join([compile_(p) for p in n.parts], "OR") if n.parts else "0"
+            return balanced_join([compile_(p) for p in merged_equalities(n)], "OR") if n.parts else "0"
         if isinstance(n, Not):
             return f"NOT ({compile_(n.part)})"
         msg = f"not a filter node: {type(n).__name__}"  # normalize_filter lets nothing else through

@@ -13,7 +13,18 @@ from hypothesis import strategies as st
 from rrf_retriever import InvalidFilterError
 from rrf_retriever.errors import FilterError, InvalidArgumentError, InvalidTypeError
 from rrf_retriever.scope.parse import normalize_filter
-from rrf_retriever.scope.tree import AllOf, AnyOf, Exists, Match, NormalizedFilter, Not, Range, matches, scope_key
+from rrf_retriever.scope.tree import (
+    AllOf,
+    AnyOf,
+    Exists,
+    Match,
+    NormalizedFilter,
+    Not,
+    Range,
+    matches,
+    merged_equalities,
+    scope_key,
+)
 from tests.unit.stores.filter_strategies import filter_nodes, filters, metadatas
 
 
@@ -221,3 +232,35 @@ def test_matches_takes_a_parsed_filter_and_integers_beyond_64_bits_never_match()
     assert matches({"n": 2}, normalize_filter({"n": [1, 2]}))
     assert not matches({"n": 2**64}, normalize_filter({"n": {"$gt": 0}}))  # neither SQLite nor Qdrant holds it exactly
     assert matches({"n": 2**53 + 1}, normalize_filter({"n": {"$gt": float(2**53)}}))  # exact, not through float64
+
+
+_KEYS = st.sampled_from(["a", "b"])
+_VALUES = st.lists(st.one_of(st.integers(-2, 2), st.sampled_from(["x", "1"]), st.booleans()), max_size=3)
+_PARTS = st.lists(st.one_of(
+    st.builds(lambda k, v: Match(k, tuple(v)), _KEYS, _VALUES),
+    st.builds(lambda k, v: Not(Match(k, tuple(v))), _KEYS, _VALUES),
+    st.builds(lambda k, g: Range(k, gte=g), _KEYS, st.integers(-2, 2)),
+), max_size=6)
+_METADATA = st.dictionaries(_KEYS, st.one_of(st.integers(-2, 2), st.sampled_from(["x", "1"]), st.booleans(),
+                                             st.lists(st.integers(-2, 2), max_size=2)), max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PARTS, st.booleans(), _METADATA)
+def test_merged_equalities_mean_what_the_parts_meant(parts: list, any_of: bool, metadata: dict) -> None:
+    node = AnyOf(tuple(parts)) if any_of else AllOf(tuple(parts))
+    merged = merged_equalities(node)
+    assert matches(metadata, type(node)(merged)) == matches(metadata, node)
+    keys = [p.key if isinstance(p, Match) else p.part.key for p in merged
+            if isinstance(p, Match if any_of else Not) and isinstance(getattr(p, "part", p), Match)]
+    assert len(keys) == len(set(keys))  # each key's equalities in one part
+    assert len(merged) <= len(parts)
+
+
+def test_merged_equalities_keep_the_values_types_and_the_other_parts_in_order() -> None:
+    node = AnyOf((Match("n", (1,)), Range("m", gt=0), Match("n", ("1", True)), Exists("e")))
+    assert merged_equalities(node) == (Match("n", (1, "1", True)), Range("m", gt=0), Exists("e"))
+    negated = AllOf((Not(Match("n", (1,))), Match("n", (2,)), Not(Match("n", (3,)))))
+    assert merged_equalities(negated) == (Not(Match("n", (1, 3))), Match("n", (2,)))
+    untouched = AnyOf((Match("n", (1,)), Match("m", (1,))))
+    assert merged_equalities(untouched) is untouched.parts

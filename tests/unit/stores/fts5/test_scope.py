@@ -134,15 +134,22 @@ def test_ids_matching_limits_sorts_and_refuses_bad_filters() -> None:
 
 
 @pytest.mark.parametrize("parts", [1_000, 4_900])
-@pytest.mark.parametrize("logic", ["$or", "$and"])
+@pytest.mark.parametrize("logic", ["$or", "$or-ranges", "$and", "$and-ranges"])
 def test_a_filter_of_thousands_of_parts_is_answered_not_dropped(parts: int, logic: str) -> None:
     # SQLite refuses an expression tree deeper than 1,000 ("Expression tree is too large"); the filter language
-    # allows 10,000 conditions, so the compiled SQL must stay shallow whatever the width.
+    # allows 10,000 conditions, so the compiled SQL must stay shallow whatever the width. Equalities on one key
+    # are merged into one list before compiling (merged_equalities): the "-ranges" cases keep every part.
     store = FTS5KeywordStore()
     store.add([f"d{i}" for i in range(20)], ["alpha note"] * 20, [{"n": i} for i in range(20)])
     if logic == "$or":
         flt = {"$or": [{"n": i} for i in range(0, parts * 2, 2)]}  # the even numbers
         want = sorted(f"d{i}" for i in range(0, 20, 2))
+    elif logic == "$or-ranges":
+        flt = {"$or": [{"n": {"$gte": i, "$lte": i}} for i in range(0, parts * 2, 2)]}
+        want = sorted(f"d{i}" for i in range(0, 20, 2))
+    elif logic == "$and-ranges":
+        flt = {"$and": [{"n": {"$lt": 10 + i}} for i in range(parts)]}  # the tightest: n < 10
+        want = sorted(f"d{i}" for i in range(10))
     else:
         flt = {"$and": [{"n": {"$ne": i}} for i in range(1, parts * 2, 2)]}  # not any odd number
         want = sorted(f"d{i}" for i in range(0, 20, 2))
