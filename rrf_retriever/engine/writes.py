@@ -109,26 +109,23 @@ class _Chunk(NamedTuple):
         return (f"documents {self.start} to {self.stop - 1} of the batch of {self.total} were not written; the "
                 f"{self.start} document(s) of the chunks before them stay written in every store")
 
-    def failure(self) -> tuple[str, str]:
-        """How a store failure of this chunk is told: what failed, and what was rolled back and what stays."""
+    def failure(self, doing: str = "adding", done: str = "written", undone: str = "rolled back") -> tuple[str, str]:
+        """How a store failure of this chunk is told: what failed, and what was rolled back and what stays
+        (``doing`` / ``done`` / ``undone``: ``"deleting"`` / ``"deleted"`` / ``"restored"`` for a delete's chunk)."""
         if self.total <= self.size:
-            return f"adding {self.total} document(s) failed", "the other stores were rolled back"
-        what = (f"adding documents {self.start} to {self.stop - 1} of a batch of {self.total} (written in chunks of "
+            return f"{doing} {self.total} document(s) failed", "the other stores were rolled back"
+        what = (f"{doing} documents {self.start} to {self.stop - 1} of a batch of {self.total} (in chunks of "
                 f"{self.size}) failed")
         if self.start == 0:
-            return what, "the other stores were rolled back and nothing of the batch was written"
-        return what, (f"this chunk was rolled back in every store; the {self.start} document(s) of the chunks "
-                      "before it stay written")
+            return what, f"the other stores were rolled back and nothing of the batch was {done}"
+        return what, (f"this chunk was {undone} in every store; the {self.start} document(s) of the chunks "
+                      f"before it stay {done}")
 
-
-def _delete_failure(start: int, stop: int, total: int, size: int) -> tuple[str, str]:
-    """How a store failure of a delete's chunk is told (as :meth:`_Chunk.failure` for adds)."""
-    if total <= size:
-        return "deleting failed", "the other stores were rolled back"
-    what = f"deleting documents {start} to {stop - 1} of a batch of {total} (in chunks of {size}) failed"
-    if start == 0:
-        return what, "the other stores were rolled back and nothing of the batch was deleted"
-    return what, f"this chunk was restored in every store; the {start} document(s) of the chunks before it stay deleted"
+    def kept(self, done: str) -> str:
+        """What a failure before any store was written leaves (``done``: ``"written"`` or ``"deleted"``)."""
+        if self.start == 0:
+            return f"nothing was {done}"
+        return f"the {self.start} document(s) of the chunks before this one stay {done}"
 
 
 def _vectors_for(leg: Leg, vectors: Mapping[int, Vectors]) -> Vectors | None:
@@ -292,11 +289,10 @@ class WriteUnit:
         with self.lock:
             for start in range(0, total, size):
                 part = id_list if total <= size else CheckedList(id_list[start:start + size])
-                failure, rolled_back = _delete_failure(start, start + len(part), total, size)
-                kept = "nothing was deleted" if start == 0 else (
-                    f"the {start} document(s) of the chunks before this one stay deleted")
+                chunk = _Chunk(start, start + len(part), total, size)
                 self._apply("delete", part, lambda leg, part=part: leg.delete(part),
-                            lambda part=part: self._journal_begin("delete", part), failure, rolled_back, kept)
+                            lambda part=part: self._journal_begin("delete", part),
+                            *chunk.failure("deleting", "deleted", "restored"), chunk.kept("deleted"))
 
     def ids_matching(self, flt: Any, limit: int | None = None) -> list[str]:
         """Every id whose metadata matches the normalized filter ``flt`` (None: every id), in ANY writable store
