@@ -82,6 +82,7 @@ from rrf_retriever.index.registry import (
     make_qdrant_stores,
     normalize_embedder_spec,
 )
+from rrf_retriever.stores.qdrant.scoping import check_index_keys
 
 __all__ = ["IndexStores", "create_index", "open_index", "open_stores"]
 
@@ -192,8 +193,10 @@ def open_stores(
     else:  # pragma: no cover - a manifest that keeps vanishing
         msg = f"cannot create an index at {root}: its manifest keeps changing"
         raise IndexDirectoryError(msg)
-    asked_keys = [index_keys] if isinstance(index_keys, str) else list(index_keys)
-    keys = sorted({*(manifest.get("index_keys") or ()), *asked_keys})  # the stores check each key
+    # Checked as the stores check them (one key may be a string; each a filter key, else InvalidFilterError)
+    # before sorting: an int among them raised a raw TypeError from sorted().
+    asked_keys = check_index_keys(index_keys)
+    keys = sorted({*(manifest.get("index_keys") or ()), *asked_keys})
     owned: list[Any] = []
     try:
         keyword_store = keyword if not isinstance(keyword, (str, type(None))) else None

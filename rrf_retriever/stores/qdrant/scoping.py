@@ -29,7 +29,7 @@ from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.stores.qdrant.backend import Backend
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, field_key, filter_keys, index_plan
 from rrf_retriever.stores.qdrant.ops import Op, Steps
-from rrf_retriever.validate import check_int
+from rrf_retriever.validate import check_int, check_list
 
 __all__ = ["PayloadIndexes", "check_index_keys"]
 
@@ -51,9 +51,9 @@ def check_index_keys(index_keys: Sequence[str] | str) -> frozenset[str]:
         >>> sorted(check_index_keys(["b", "a"])), check_index_keys("a")
         (['a', 'b'], frozenset({'a'}))
     """
-    if isinstance(index_keys, str):
-        index_keys = [index_keys]
-    return frozenset(filter_keys(normalize_filter({k: [] for k in index_keys})))
+    # One key may be a string; a mapping or bytes is refused (list() would take a mapping's keys as the keys).
+    keys = [index_keys] if isinstance(index_keys, str) else check_list(index_keys, "index_keys", "metadata keys")
+    return frozenset(filter_keys(normalize_filter({k: [] for k in keys})))
 
 
 def _kind_name(data_type: Any) -> str:

@@ -194,3 +194,21 @@ def test_both_legs_on_qdrant_through_from_texts_persist_and_reopen(tmp_path: Pat
     with EnsembleRRFRetriever.from_texts([], HashingEmbedding(16), path=tmp_path) as again:  # the manifest decides
         assert again.engine.count() == {"dense": 2, "keyword": 2}
         assert [d.id for d in again.invoke("disk full", k=1, weights={"dense": 0})] == ["u"]
+
+
+@pytest.mark.parametrize("hostile", [[1, "a"], [None], ["a.b."], [""], {"session_id": 1}])
+def test_hostile_index_keys_are_our_error_and_the_index_keeps_its_documents(tmp_path: Path, hostile: Any) -> None:
+    from rrf_retriever.errors import RRFRetrieverError
+
+    with EnsembleRRFRetriever.from_texts(["alpha one", "beta two"], HashingEmbedding(16), path=tmp_path / "idx",
+                                         ids=["a", "b"], index_keys=["session_id"]):
+        pass
+    with pytest.raises(RRFRetrieverError):  # ours, never a raw TypeError from sorting an int beside a str
+        open_index(tmp_path / "idx", index_keys=hostile)
+    engine = open_index(tmp_path / "idx")  # nothing stored was lost, the declared key still declared
+    try:
+        assert engine.count() == {"dense": 2, "keyword": 2}
+        assert engine.legs["dense"].store.index_keys == {"session_id"}
+    finally:
+        engine.close()
+    assert read_manifest(tmp_path / "idx")["index_keys"] == ["session_id"]
