@@ -29,7 +29,7 @@ from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.stores.qdrant.backend import Backend
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, field_key, filter_keys, index_plan
 from rrf_retriever.stores.qdrant.ops import Op, Steps
-from rrf_retriever.validate import check_int
+from rrf_retriever.validate import check_int, check_list
 
 __all__ = ["PayloadIndexes", "check_index_keys"]
 
@@ -45,15 +45,16 @@ _MAX_ABSENT = 4096
 
 
 def check_index_keys(index_keys: Sequence[str] | str) -> frozenset[str]:
-    """Validate declared ``index_keys`` (metadata field names, as filters name them).
+    """Validate declared ``index_keys`` (metadata field names, as filters name them): one key as a ``str``, else
+    a list of them (:func:`~rrf_retriever.validate.check_list`: bytes, a mapping or a non-iterable is our
+    TypeError, not split into items or keys).
 
     Example:
         >>> sorted(check_index_keys(["b", "a"])), check_index_keys("a")
         (['a', 'b'], frozenset({'a'}))
     """
-    if isinstance(index_keys, str):
-        index_keys = [index_keys]
-    return frozenset(filter_keys(normalize_filter({k: [] for k in index_keys})))
+    keys = [index_keys] if isinstance(index_keys, str) else check_list(index_keys, "index_keys", "metadata keys")
+    return frozenset(filter_keys(normalize_filter({k: [] for k in keys})))
 
 
 def _kind_name(data_type: Any) -> str:

@@ -55,9 +55,7 @@ class StoreSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_size", check_batch_size(self.batch_size))
-        keys = self.index_keys
-        none = isinstance(keys, (tuple, list)) and not keys  # none declared (the default): nothing to check
-        object.__setattr__(self, "index_keys", () if none else tuple(sorted(check_index_keys(keys))))
+        object.__setattr__(self, "index_keys", tuple(sorted(check_index_keys(self.index_keys))))
         object.__setattr__(self, "max_auto_indexes", check_int(self.max_auto_indexes, "max_auto_indexes", 0, 1000))
 
 

@@ -90,3 +90,19 @@ def test_settings_are_frozen_and_checked_once_built() -> None:
         Bm25Settings(k1=-1.0)
     with pytest.raises(InvalidArgumentError, match="max_auto_indexes"):
         StoreSettings(max_auto_indexes=1001)
+
+
+@pytest.mark.parametrize("value", [3, None, b"lang", {"lang": 1}], ids=["int", "None", "bytes", "mapping"])
+def test_index_keys_that_are_not_a_list_of_keys_are_our_type_error(value: Any) -> None:
+    # bytes would iterate as byte values and a mapping as its keys; an int or None is not iterable at all.
+    with pytest.raises(InvalidTypeError, match=r"^index_keys must be a list of metadata keys"):
+        StoreSettings(index_keys=value)
+    with pytest.raises(InvalidTypeError, match="index_keys"):
+        qdrant.QdrantKeywordStore(index_keys=value)
+
+
+def test_one_index_key_as_a_str_is_that_key_not_its_characters() -> None:
+    assert StoreSettings(index_keys="lang").index_keys == ("lang",)
+    assert StoreSettings(index_keys=iter(["b", "a", "b"])).index_keys == ("a", "b")
+    with qdrant.QdrantKeywordStore(index_keys="lang") as store:
+        assert store.index_keys == frozenset({"lang"})
