@@ -106,3 +106,19 @@ def test_one_index_key_as_a_str_is_that_key_not_its_characters() -> None:
     assert StoreSettings(index_keys=iter(["b", "a", "b"])).index_keys == ("a", "b")
     with qdrant.QdrantKeywordStore(index_keys="lang") as store:
         assert store.index_keys == frozenset({"lang"})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"batch_size": True}, InvalidTypeError), ({"batch_size": "64"}, InvalidTypeError),
+     ({"batch_size": 2.0}, InvalidTypeError), ({"batch_size": -1}, InvalidArgumentError),
+     ({"max_auto_indexes": -1}, InvalidArgumentError), ({"max_auto_indexes": False}, InvalidTypeError)],
+    ids=str,
+)
+def test_a_hostile_number_is_refused_by_name_as_every_layer_refuses_it(kwargs: dict[str, Any], error: type) -> None:
+    # The same errors as RRFVectorStore's batch_size (validate.check_int): a bool is not a count.
+    (name,) = kwargs
+    with pytest.raises(error, match=name):
+        qdrant.QdrantKeywordStore(**kwargs)
+    with pytest.raises(error, match=name):
+        qdrant.QdrantDenseStore(HashingEmbedding(dim=8), **kwargs)
