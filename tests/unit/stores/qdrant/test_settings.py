@@ -122,3 +122,20 @@ def test_a_hostile_number_is_refused_by_name_as_every_layer_refuses_it(kwargs: d
         qdrant.QdrantKeywordStore(**kwargs)
     with pytest.raises(error, match=name):
         qdrant.QdrantDenseStore(HashingEmbedding(dim=8), **kwargs)
+
+
+@pytest.mark.parametrize(("value", "error"), [("64", InvalidTypeError), (True, InvalidTypeError),
+                                               (-1, InvalidArgumentError)], ids=str)
+def test_a_bad_hnsw_ef_is_refused_when_given_not_at_each_search(tmp_path: Path, value: Any, error: type) -> None:
+    # qdrant-edge took these and failed every later search with a StoreError (or read True as 1).
+    with pytest.raises(error, match="hnsw_ef"):
+        qdrant.QdrantEdgeDenseStore(HashingEmbedding(dim=8), tmp_path / "d", hnsw_ef=value)
+    with pytest.raises(error, match="hnsw_ef"):
+        qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", hnsw_ef=value)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "h").exists()
+    with qdrant.QdrantEdgeDenseStore(HashingEmbedding(dim=8), tmp_path / "d", hnsw_ef=64) as store:
+        with pytest.raises(error, match="hnsw_ef"):
+            store.hnsw_ef = value
+        assert store.hnsw_ef == 64
+        store.hnsw_ef = None
+        assert store.hnsw_ef is None
