@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores import qdrant
-from rrf_retriever.stores.qdrant.bm25_params import Bm25Settings
-from rrf_retriever.stores.qdrant.settings import StoreSettings
+from rrf_retriever.stores.qdrant.backend_client import ClientConnection, ClientOptions
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Options, Bm25Settings
+from rrf_retriever.stores.qdrant.edge_stores import EdgeSearch, EdgeSearchOptions
+from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings
 
 # The keywords and defaults users call (README, the classes' docstrings), written out here, not read from the code.
 CLIENT = {"client": None, "location": ":memory:", "path": None, "url": None, "api_key": None,
@@ -139,3 +142,16 @@ def test_a_bad_hnsw_ef_is_refused_when_given_not_at_each_search(tmp_path: Path, 
         assert store.hnsw_ef == 64
         store.hnsw_ef = None
         assert store.hnsw_ef is None
+
+
+@pytest.mark.parametrize(
+    ("group", "keywords"),
+    [(StoreSettings, StoreOptions), (Bm25Settings, Bm25Options), (ClientConnection, ClientOptions),
+     (EdgeSearch, EdgeSearchOptions)],
+    ids=lambda c: c.__name__,
+)
+def test_each_keywords_typeddict_is_its_settings_group_field_for_field(group: type, keywords: type) -> None:
+    # The TypedDict restates the dataclass for type checkers; a field added to one only would be shown by
+    # help() yet refused by mypy (or the reverse), so the two are held equal: names, types, all optional.
+    assert typing.get_type_hints(keywords) == typing.get_type_hints(group)
+    assert keywords.__optional_keys__ == frozenset(f.name for f in dataclasses.fields(group))  # type: ignore[attr-defined]
