@@ -155,3 +155,15 @@ def test_each_keywords_typeddict_is_its_settings_group_field_for_field(group: ty
     # help() yet refused by mypy (or the reverse), so the two are held equal: names, types, all optional.
     assert typing.get_type_hints(keywords) == typing.get_type_hints(group)
     assert keywords.__optional_keys__ == frozenset(f.name for f in dataclasses.fields(group))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [({"location": 5}, InvalidTypeError), ({"url": b"http://q"}, InvalidTypeError),
+                                               ({"api_key": 1}, InvalidTypeError), ({"path": 3}, InvalidTypeError),
+                                               ({"collection_name": ""}, InvalidArgumentError)], ids=str)
+def test_a_hostile_connection_is_refused_by_name_before_a_client_opens(kwargs: dict[str, Any], error: type) -> None:
+    # location=5 reached QdrantClient and came back as "StoreError: opening Qdrant (5) failed: AttributeError".
+    (name,) = kwargs
+    with pytest.raises(error, match=name):
+        ClientConnection(**kwargs)
+    with pytest.raises(error, match=name):
+        qdrant.QdrantHybridStore(HashingEmbedding(dim=8), **kwargs)
