@@ -24,6 +24,7 @@ from typing import Any, TypedDict
 from rrf_retriever.embeddings.windows import WindowSettings
 from rrf_retriever.errors import (
     InvalidArgumentError,
+    InvalidTypeError,
     RRFRetrieverError,
     StoreError,
     StoreLockedError,
@@ -69,8 +70,12 @@ class ClientConnection:
     Attributes:
         client: An existing ``QdrantClient`` (then ``location``/``path``/``url`` are ignored; not closed by us).
         location, path, url, api_key: Where to open one: a server ``url``, else a local ``path``, else ``location``.
-        collection_name: The collection (checked when the backend opens).
+        collection_name: The collection.
         async_client: An ``AsyncQdrantClient`` on the same collection (native async calls), or None.
+
+    Raises:
+        InvalidTypeError: ``location``, ``url`` or ``api_key`` not a str or None, ``path`` not a path or None.
+        InvalidArgumentError: ``collection_name`` not a string of 1 to 255 characters.
     """
 
     client: Any = None
@@ -80,6 +85,17 @@ class ClientConnection:
     api_key: str | None = None
     collection_name: str = "rrf_retriever"
     async_client: Any = None
+
+    def __post_init__(self) -> None:
+        _check_collection_name(self.collection_name)
+        for name in ("location", "url", "api_key"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                msg = f"{name} must be a str or None, not {type(value).__name__}"
+                raise InvalidTypeError(msg)
+        if self.path is not None and not isinstance(self.path, (str, os.PathLike)):
+            msg = f"path must be a str, a path or None, not {type(self.path).__name__}"
+            raise InvalidTypeError(msg)
 
 
 class ClientOptions(TypedDict, total=False):
@@ -115,7 +131,7 @@ class ClientBackend(Backend):
     ) -> None:
         super().__init__(layout)
         qdrant_client, models = import_engine("qdrant-client", owner, "qdrant_client", "qdrant_client.models")
-        self.collection_name = _check_collection_name(connection.collection_name)
+        self.collection_name = connection.collection_name  # checked when the connection was built
         self.owner = owner
         self.models = models
         self._cluster = {k: v for k, v in (cluster or {}).items() if v is not None}

@@ -31,6 +31,7 @@ from rrf_retriever.stores.qdrant.keyword import KeywordKind
 from rrf_retriever.stores.qdrant.ops import Op
 from rrf_retriever.stores.qdrant.points import Metadatas, Vectors
 from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings, signature_with, split_options, take
+from rrf_retriever.validate import check_int
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -42,6 +43,7 @@ __all__ = [
     "QdrantEdgeDenseStore",
     "QdrantEdgeHybridStore",
     "QdrantEdgeKeywordStore",
+    "check_hnsw_ef",
 ]
 
 #: ``auto_optimize=True``: an add leaving at least this many points outside the optimized segments optimizes the
@@ -57,10 +59,23 @@ class EdgeSearch:
     Attributes:
         exact: Force exact search (float vectors, every point) even after ``optimize``.
         hnsw_ef: HNSW search breadth (``ef``) once an index exists; None is Qdrant's default.
+
+    Raises:
+        InvalidTypeError / InvalidArgumentError: an ``hnsw_ef`` that is not None or an integer >= 0.
     """
 
     exact: bool = False
     hnsw_ef: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exact", bool(self.exact))
+        object.__setattr__(self, "hnsw_ef", check_hnsw_ef(self.hnsw_ef))
+
+
+def check_hnsw_ef(value: object) -> int | None:
+    """None or an integer >= 0 (checked when set: qdrant-edge would refuse another only in each search, as a
+    StoreError)."""
+    return None if value is None else check_int(value, "hnsw_ef", 0)
 
 
 class EdgeSearchOptions(TypedDict, total=False):
@@ -133,7 +148,7 @@ class _DenseEdgeSurface(_EdgeSurface):
 
     @hnsw_ef.setter
     def hnsw_ef(self, value: int | None) -> None:
-        self.backend.hnsw_ef = value
+        self.backend.hnsw_ef = check_hnsw_ef(value)
 
     @property
     def filtered_search(self) -> str:

@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.types import Hit, Record
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ __all__ = [
     "Point",
     "SparseValues",
     "Vectors",
-    "check_batch_size",
     "doc_id_of",
     "fallback_point_id",
     "hit_of",
@@ -142,14 +140,6 @@ def fallback_point_id(doc_id: str) -> str | None:
     """
     parsed = _canonical_uuid(doc_id)
     return doc_id if parsed is not None and parsed.version == 5 else None
-
-
-def check_batch_size(batch_size: object) -> int:
-    """A positive ``batch_size`` (points per upsert request)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        msg = f"batch_size must be a positive integer, got {batch_size!r}"
-        raise InvalidArgumentError(msg)
-    return batch_size
 
 
 def make_payload(doc_id: str, text: str, metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ indexed after this store is opened again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rrf_retriever.errors import StoreError
@@ -29,7 +29,7 @@ from rrf_retriever.scope.tree import NormalizedFilter
 from rrf_retriever.stores.qdrant.backend import Backend
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, field_key, filter_keys, index_plan
 from rrf_retriever.stores.qdrant.ops import Op, Steps
-from rrf_retriever.validate import check_int, check_list
+from rrf_retriever.validate import check_list
 
 __all__ = ["PayloadIndexes", "check_index_keys"]
 
@@ -45,7 +45,9 @@ _MAX_ABSENT = 4096
 
 
 def check_index_keys(index_keys: Sequence[str] | str) -> frozenset[str]:
-    """Validate declared ``index_keys`` (metadata field names, as filters name them).
+    """Validate declared ``index_keys`` (metadata field names, as filters name them): one key as a ``str``, else
+    a list of them (:func:`~rrf_retriever.validate.check_list`: bytes, a mapping or a non-iterable is our
+    TypeError, not split into items or keys).
 
     Example:
         >>> sorted(check_index_keys(["b", "a"])), check_index_keys("a")
@@ -68,15 +70,18 @@ class PayloadIndexes:
         index_keys: Metadata keys indexed on the write path, by the values a batch brings.
         max_auto_indexes: How many more keys a filtered query may index on first use.
 
+    Both are taken as checked: a store's come from its
+    :class:`~rrf_retriever.stores.qdrant.settings.StoreSettings`, which checks them once when built.
+
     Example:
         >>> indexes = PayloadIndexes(["session_id"], 8)
         >>> indexes.learn({"metadata.lang": "keyword", "other": "integer"}); indexes.known
         frozenset({('lang', 'keyword')})
     """
 
-    def __init__(self, index_keys: Sequence[str] | str, max_auto_indexes: int) -> None:
-        self.index_keys = check_index_keys(index_keys)
-        self.max_auto_indexes = check_int(max_auto_indexes, "max_auto_indexes", 0, 1000)
+    def __init__(self, index_keys: Iterable[str], max_auto_indexes: int) -> None:
+        self.index_keys = frozenset(index_keys)
+        self.max_auto_indexes = max_auto_indexes
         self._kinds: dict[str, str] = {}  # metadata key -> index kind, asked for once
         self._absent: set[str] = set()  # keys found held by no document, not indexed on the query path
 

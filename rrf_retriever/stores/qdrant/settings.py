@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, TypedDict, TypeVar
 
-from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH, check_batch_size
+from rrf_retriever.stores.qdrant.points import MAX_AUTO_INDEXES, UPSERT_BATCH
 from rrf_retriever.stores.qdrant.scoping import check_index_keys
 from rrf_retriever.validate import check_int
 
@@ -54,10 +54,8 @@ class StoreSettings:
     max_auto_indexes: int = MAX_AUTO_INDEXES
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "batch_size", check_batch_size(self.batch_size))
-        keys = self.index_keys
-        none = isinstance(keys, (tuple, list)) and not keys  # none declared (the default): nothing to check
-        object.__setattr__(self, "index_keys", () if none else tuple(sorted(check_index_keys(keys))))
+        object.__setattr__(self, "batch_size", check_int(self.batch_size, "batch_size", 1))
+        object.__setattr__(self, "index_keys", tuple(sorted(check_index_keys(self.index_keys))))
         object.__setattr__(self, "max_auto_indexes", check_int(self.max_auto_indexes, "max_auto_indexes", 0, 1000))
 
 

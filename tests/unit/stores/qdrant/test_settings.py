@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores import qdrant
-from rrf_retriever.stores.qdrant.bm25_params import Bm25Settings
-from rrf_retriever.stores.qdrant.settings import StoreSettings
+from rrf_retriever.stores.qdrant.backend_client import ClientConnection, ClientOptions
+from rrf_retriever.stores.qdrant.bm25_params import Bm25Options, Bm25Settings
+from rrf_retriever.stores.qdrant.edge_stores import EdgeSearch, EdgeSearchOptions
+from rrf_retriever.stores.qdrant.settings import StoreOptions, StoreSettings
 
 # The keywords and defaults users call (README, the classes' docstrings), written out here, not read from the code.
 CLIENT = {"client": None, "location": ":memory:", "path": None, "url": None, "api_key": None,
@@ -90,3 +93,77 @@ def test_settings_are_frozen_and_checked_once_built() -> None:
         Bm25Settings(k1=-1.0)
     with pytest.raises(InvalidArgumentError, match="max_auto_indexes"):
         StoreSettings(max_auto_indexes=1001)
+
+
+@pytest.mark.parametrize("value", [3, None, b"lang", {"lang": 1}], ids=["int", "None", "bytes", "mapping"])
+def test_index_keys_that_are_not_a_list_of_keys_are_our_type_error(value: Any) -> None:
+    # bytes would iterate as byte values and a mapping as its keys; an int or None is not iterable at all.
+    with pytest.raises(InvalidTypeError, match=r"^index_keys must be a list of metadata keys"):
+        StoreSettings(index_keys=value)
+    with pytest.raises(InvalidTypeError, match="index_keys"):
+        qdrant.QdrantKeywordStore(index_keys=value)
+
+
+def test_one_index_key_as_a_str_is_that_key_not_its_characters() -> None:
+    assert StoreSettings(index_keys="lang").index_keys == ("lang",)
+    assert StoreSettings(index_keys=iter(["b", "a", "b"])).index_keys == ("a", "b")
+    with qdrant.QdrantKeywordStore(index_keys="lang") as store:
+        assert store.index_keys == frozenset({"lang"})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"batch_size": True}, InvalidTypeError), ({"batch_size": "64"}, InvalidTypeError),
+     ({"batch_size": 2.0}, InvalidTypeError), ({"batch_size": -1}, InvalidArgumentError),
+     ({"max_auto_indexes": -1}, InvalidArgumentError), ({"max_auto_indexes": False}, InvalidTypeError)],
+    ids=str,
+)
+def test_a_hostile_number_is_refused_by_name_as_every_layer_refuses_it(kwargs: dict[str, Any], error: type) -> None:
+    # The same errors as RRFVectorStore's batch_size (validate.check_int): a bool is not a count.
+    (name,) = kwargs
+    with pytest.raises(error, match=name):
+        qdrant.QdrantKeywordStore(**kwargs)
+    with pytest.raises(error, match=name):
+        qdrant.QdrantDenseStore(HashingEmbedding(dim=8), **kwargs)
+
+
+@pytest.mark.parametrize(("value", "error"), [("64", InvalidTypeError), (True, InvalidTypeError),
+                                               (-1, InvalidArgumentError)], ids=str)
+def test_a_bad_hnsw_ef_is_refused_when_given_not_at_each_search(tmp_path: Path, value: Any, error: type) -> None:
+    # qdrant-edge took these and failed every later search with a StoreError (or read True as 1).
+    with pytest.raises(error, match="hnsw_ef"):
+        qdrant.QdrantEdgeDenseStore(HashingEmbedding(dim=8), tmp_path / "d", hnsw_ef=value)
+    with pytest.raises(error, match="hnsw_ef"):
+        qdrant.QdrantEdgeHybridStore(HashingEmbedding(dim=8), tmp_path / "h", hnsw_ef=value)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "h").exists()
+    with qdrant.QdrantEdgeDenseStore(HashingEmbedding(dim=8), tmp_path / "d", hnsw_ef=64) as store:
+        with pytest.raises(error, match="hnsw_ef"):
+            store.hnsw_ef = value
+        assert store.hnsw_ef == 64
+        store.hnsw_ef = None
+        assert store.hnsw_ef is None
+
+
+@pytest.mark.parametrize(
+    ("group", "keywords"),
+    [(StoreSettings, StoreOptions), (Bm25Settings, Bm25Options), (ClientConnection, ClientOptions),
+     (EdgeSearch, EdgeSearchOptions)],
+    ids=lambda c: c.__name__,
+)
+def test_each_keywords_typeddict_is_its_settings_group_field_for_field(group: type, keywords: type) -> None:
+    # The TypedDict restates the dataclass for type checkers; a field added to one only would be shown by
+    # help() yet refused by mypy (or the reverse), so the two are held equal: names, types, all optional.
+    assert typing.get_type_hints(keywords) == typing.get_type_hints(group)
+    assert keywords.__optional_keys__ == frozenset(f.name for f in dataclasses.fields(group))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [({"location": 5}, InvalidTypeError), ({"url": b"http://q"}, InvalidTypeError),
+                                               ({"api_key": 1}, InvalidTypeError), ({"path": 3}, InvalidTypeError),
+                                               ({"collection_name": ""}, InvalidArgumentError)], ids=str)
+def test_a_hostile_connection_is_refused_by_name_before_a_client_opens(kwargs: dict[str, Any], error: type) -> None:
+    # location=5 reached QdrantClient and came back as "StoreError: opening Qdrant (5) failed: AttributeError".
+    (name,) = kwargs
+    with pytest.raises(error, match=name):
+        ClientConnection(**kwargs)
+    with pytest.raises(error, match=name):
+        qdrant.QdrantHybridStore(HashingEmbedding(dim=8), **kwargs)
