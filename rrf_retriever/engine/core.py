@@ -62,7 +62,7 @@ from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import Record, SearchResult
-from rrf_retriever.validate import WEIGHTS_ARE, check_ids, check_mapping
+from rrf_retriever.validate import WEIGHTS_ARE, check_ids, check_known_sources, check_mapping
 
 __all__ = ["HybridEngine"]
 
@@ -125,10 +125,7 @@ class HybridEngine(SharedHandle):
                 raise InvalidTypeError(msg)
         self._legs: dict[str, Leg] = {name: as_leg(name, src) for name, src in sources.items()}
         weights = dict(check_mapping(weights or {}, "weights", WEIGHTS_ARE))
-        unknown = sorted(set(weights) - set(self._legs))
-        if unknown:
-            msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(self._legs)}"
-            raise InvalidArgumentError(msg)
+        check_known_sources(self._legs, weights)
         self._settings = RetrievalSettings(
             weights={n: weights.get(n, DEFAULT_LEG_WEIGHTS.get(leg.kind, 1.0)) for n, leg in self._legs.items()},
             rrf_k=rrf_k,

@@ -30,6 +30,7 @@ from rrf_retriever.validate import (
     MAX_LEG_TIMEOUT,
     MAX_RRF_K,
     MAX_TOP_K,
+    check_known_sources,
     check_mapping,
     check_number,
     check_str,
@@ -172,10 +173,7 @@ class RetrievalSettings:
             {'dense': 2.0, 'keyword': 0.5}
         """
         known = [*self.weights, *(p for p in self.dense_paths if p not in self.weights)] if names is None else names
-        unknown = sorted(set(weights) - set(known), key=str)
-        if unknown:
-            msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(known)}"
-            raise InvalidArgumentError(msg)
+        check_known_sources(known, weights)
         merged = {**self.weights, **weights}
         return {name: merged.get(name, 1.0) for name in known}
 
