@@ -39,7 +39,6 @@ __all__ = [
     "check_id",
     "check_ids",
     "check_int",
-    "check_known_sources",
     "check_limit",
     "check_links",
     "check_list",
@@ -247,23 +246,6 @@ def check_weight_values(weights: object) -> dict[str, float]:
     return {name: check_number(value, f"weight of source {name!r}", high=MAX_WEIGHT) for name, value in given.items()}
 
 
-def check_known_sources(sources: Iterable[str], weights: Mapping[Any, Any]) -> None:
-    """Refuse a weight for a name that is not among ``sources`` (one message for every door: the engine, its
-    settings, the fusion functions); names that are not strings are named too, never a ``TypeError`` of sorting.
-
-    Raises:
-        InvalidArgumentError: the unknown names, sorted, and the sources.
-
-    Example:
-        >>> check_known_sources(["dense", "keyword"], {"keyword": 0.5})
-    """
-    known = set(sources)
-    unknown = sorted((name for name in weights if name not in known), key=str)
-    if unknown:
-        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(known, key=str)}"
-        raise InvalidArgumentError(msg)
-
-
 def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
     """Resolve weights (``{source: weight}`` or None) for ``sources``: missing means 1.0; not a mapping, a weight for
     a source not among ``sources``, NaN, infinite or negative are our errors (naming the source).
@@ -273,7 +255,10 @@ def check_weights(sources: Sequence[str], weights: Mapping[str, float] | None) -
         {'dense': 1.0, 'keyword': 0.5}
     """
     weights = check_mapping(weights or {}, "weights", WEIGHTS_ARE)
-    check_known_sources(sources, weights)
+    unknown = sorted(set(weights) - set(sources), key=str)
+    if unknown:
+        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(sources)}"
+        raise InvalidArgumentError(msg)
     return {s: check_number(weights.get(s, 1.0), f"weight of source {s!r}", high=MAX_WEIGHT) for s in sources}
 
 

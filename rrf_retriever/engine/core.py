@@ -48,7 +48,7 @@ from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
 from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
-from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
+from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings, check_known_sources
 from rrf_retriever.engine.stages import Expand, NeighbourExpansion
 from rrf_retriever.engine.writes import WriteUnit
 from rrf_retriever.errors import (
@@ -62,7 +62,7 @@ from rrf_retriever.scope.parse import normalize_filter
 from rrf_retriever.scope.tree import FilterSpec, NormalizedFilter
 from rrf_retriever.stores.base import VectorSource
 from rrf_retriever.types import Record, SearchResult
-from rrf_retriever.validate import WEIGHTS_ARE, check_ids, check_known_sources, check_mapping
+from rrf_retriever.validate import WEIGHTS_ARE, check_ids, check_mapping
 
 __all__ = ["HybridEngine"]
 

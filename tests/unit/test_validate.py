@@ -11,15 +11,7 @@ from hypothesis import strategies as st
 from rrf_retriever import EnsembleRRFRetriever, HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError, InvalidTypeError
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
-from rrf_retriever.validate import (
-    MAX_METADATA_BYTES,
-    MAX_METADATA_DEPTH,
-    check_ids,
-    check_known_sources,
-    check_list,
-    check_weights,
-    validate_batch,
-)
+from rrf_retriever.validate import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, check_ids, check_list, validate_batch
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -149,11 +141,3 @@ def test_a_store_refuses_a_mapping_of_ids_and_keeps_its_documents() -> None:
         with pytest.raises(InvalidTypeError, match="ids must be a list of ids, not dict"):
             call()
     assert [r.id for r in store.get(["a", "b"])] == ["a", "b"]
-
-
-def test_unknown_weight_names_are_one_message_whatever_their_type() -> None:
-    check_known_sources(["dense", "keyword"], {"keyword": 0.5})  # known: nothing raised
-    with pytest.raises(InvalidArgumentError, match=r"unknown source\(s\) \[2, None, 'z'\]; the sources are \['a'\]"):
-        check_known_sources(["a"], {"z": 1.0, None: 1.0, 2: 1.0, "a": 1.0})
-    with pytest.raises(InvalidArgumentError, match=r"unknown source\(s\) \[\(1,\)\]"):
-        check_weights(["a"], {(1,): 1.0})  # type: ignore[dict-item]
