@@ -266,13 +266,23 @@ def distribution_based_score_fusion(
     return _fuse(ranked, weights, _dbsf, limit)
 
 
-def _dbsf(source: str, hits: Sequence[Hit]) -> list[float]:
+def _by_spread(source: str, hits: Sequence[Hit], scale: Callable[[list[float], float], list[float]]) -> list[float]:
+    """What DBSF and calibrated fusion share: no hits give [], the scores must be finite, and a source whose scores
+    are all equal (spread 0) gives each hit 0.5; otherwise ``scale(scores, spread)``."""
     if not hits:
         return []
     scores = _finite_scores(source, hits)
     sigma = _spread(scores)
     if sigma == 0.0:
         return [0.5] * len(scores)
+    return scale(scores, sigma)
+
+
+def _dbsf(source: str, hits: Sequence[Hit]) -> list[float]:
+    return _by_spread(source, hits, _dbsf_scaled)
+
+
+def _dbsf_scaled(scores: list[float], sigma: float) -> list[float]:
     lower = math.fsum(scores) / len(scores) - 3.0 * sigma
     return [(s - lower) / (6.0 * sigma) for s in scores]
 
@@ -321,12 +331,10 @@ def calibrated_score_fusion(
 
 
 def _calibrated(source: str, hits: Sequence[Hit]) -> list[float]:
-    if not hits:
-        return []
-    scores = _finite_scores(source, hits)
-    sigma = _spread(scores)
-    if sigma == 0.0:
-        return [0.5] * len(scores)
+    return _by_spread(source, hits, _calibrated_scaled)
+
+
+def _calibrated_scaled(scores: list[float], sigma: float) -> list[float]:
     ordered = sorted(scores)
     half = len(ordered) // 2
     median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2.0

@@ -48,7 +48,7 @@ from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.engine.query import Query, empty_result, finish, prepare
 from rrf_retriever.engine.run import HeadStart, run_in_tasks, run_in_threads
-from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings
+from rrf_retriever.engine.settings import DEFAULT_LEG_WEIGHTS, OnError, RetrievalSettings, check_known_sources
 from rrf_retriever.engine.stages import Expand, NeighbourExpansion
 from rrf_retriever.engine.writes import WriteUnit
 from rrf_retriever.errors import (
@@ -125,10 +125,7 @@ class HybridEngine(SharedHandle):
                 raise InvalidTypeError(msg)
         self._legs: dict[str, Leg] = {name: as_leg(name, src) for name, src in sources.items()}
         weights = dict(check_mapping(weights or {}, "weights", WEIGHTS_ARE))
-        unknown = sorted(set(weights) - set(self._legs))
-        if unknown:
-            msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(self._legs)}"
-            raise InvalidArgumentError(msg)
+        check_known_sources(self._legs, weights)
         self._settings = RetrievalSettings(
             weights={n: weights.get(n, DEFAULT_LEG_WEIGHTS.get(leg.kind, 1.0)) for n, leg in self._legs.items()},
             rrf_k=rrf_k,

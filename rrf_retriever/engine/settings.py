@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
@@ -45,6 +45,7 @@ __all__ = [
     "RetrievalSettings",
     "check_dense_paths",
     "check_diversity",
+    "check_known_sources",
     "refuse_all_zero",
 ]
 
@@ -172,10 +173,7 @@ class RetrievalSettings:
             {'dense': 2.0, 'keyword': 0.5}
         """
         known = [*self.weights, *(p for p in self.dense_paths if p not in self.weights)] if names is None else names
-        unknown = sorted(set(weights) - set(known), key=str)
-        if unknown:
-            msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(known)}"
-            raise InvalidArgumentError(msg)
+        check_known_sources(known, weights)
         merged = {**self.weights, **weights}
         return {name: merged.get(name, 1.0) for name in known}
 
@@ -232,6 +230,20 @@ def check_dense_paths(paths: object) -> DensePaths | None:
     if len(nodes) > 1:  # one budget for the paths' filters together (MAX_FILTER_VALUES_TOTAL values in all)
         normalize_filter(AllOf(tuple(nodes)))
     return DensePaths(out, parsed)
+
+
+def check_known_sources(sources: Iterable[str], weights: Mapping[Any, Any]) -> None:
+    """Refuse weights for names not among ``sources``: the engine's one check of them (its constructor, per-call
+    and per-update weights); a name that is not a string is named too, never a ``TypeError`` of sorting.
+
+    Example:
+        >>> check_known_sources(["dense", "keyword"], {"keyword": 0.5})
+    """
+    known = set(sources)
+    unknown = sorted((name for name in weights if name not in known), key=str)
+    if unknown:
+        msg = f"weights given for unknown source(s) {unknown}; the sources are {sorted(known, key=str)}"
+        raise InvalidArgumentError(msg)
 
 
 def refuse_all_zero(weights: dict[str, float]) -> dict[str, float]:

@@ -508,6 +508,9 @@ def test_bad_engine_construction() -> None:
         HybridEngine({"x": object()})
     with pytest.raises(InvalidArgumentError, match="unknown source"):
         HybridEngine({"x": RecordingLeg()}, {"y": 1.0})
+    # a name that is not a string is one more unknown source, named, not a TypeError of sorting mixed names
+    with pytest.raises(InvalidArgumentError, match=r"unknown source\(s\) \[1, 'y'\]; the sources are \['x'\]"):
+        HybridEngine({"x": RecordingLeg()}, {1: 1.0, "y": 1.0})  # type: ignore[dict-item]
 
 
 # ---- writes: all stores or none -------------------------------------------------------------------------
