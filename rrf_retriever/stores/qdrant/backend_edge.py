@@ -257,12 +257,15 @@ class EdgeBackend(Backend):
             self._unflushed = 0
 
     def optimize(self, api: Any) -> bool:
-        """Run Qdrant's optimizers (merge segments, vacuum, build the index); True if anything was optimized."""
+        """Run Qdrant's optimizers (merge segments, vacuum, build the index); True if anything was optimized. Then
+        flush: the segments an optimization replaced stayed on disk until the next flush (a second copy of it all)."""
         if self._shard is None:
             return False
         self._generation += 1
         try:
-            return bool(self._shard.optimize())
+            done = bool(self._shard.optimize())
+            self.flush(api)
+            return done
         finally:
             self._generation += 1
 

@@ -51,6 +51,20 @@ def test_a_bulk_add_keeps_the_write_ahead_log_bounded(tmp_path, monkeypatch) -> 
         np.testing.assert_array_equal(np.asarray(record.vector, dtype=np.float32), vectors[4321])
 
 
+def test_optimize_leaves_no_second_copy_of_the_vectors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    vectors = _vectors(3000)
+    path = tmp_path / "d"
+    with QdrantEdgeDenseStore(HashingEmbedding(dim=DIM), path=path, auto_optimize=False) as store:
+        store.add([f"d{i}" for i in range(3000)], ["t"] * 3000, None, vectors)
+        assert store.optimize()
+        assert store.unoptimized_points() == 0
+        segments = _allocated(path / "shard" / "segments")
+        # float vectors + the int8 copy, and small parts: the segment the optimize replaced is gone
+        assert segments < 1.3 * 3000 * (4 * DIM + DIM)
+        hits = store.search(vectors[7].tolist(), 1)
+        assert [h.id for h in hits] == ["d7"]
+
+
 def test_a_keyword_bulk_add_flushes_as_it_goes_and_reads_back(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(backend_edge, "FLUSH_POINTS", 500)
     path = tmp_path / "k"
