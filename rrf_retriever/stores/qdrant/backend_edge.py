@@ -56,7 +56,7 @@ from rrf_retriever.stores.qdrant.edge_index import (
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
 
-__all__ = ["META_FILE", "EdgeBackend"]
+__all__ = ["FLUSH_POINTS", "META_FILE", "EdgeBackend"]
 
 _LOCK_FILE = ".rrf_retriever.lock"
 #: The store's meta file in its directory.
@@ -65,6 +65,10 @@ _SHARD_DIR = "shard"
 _META_FORMAT = 1
 #: The meta file's ``"vectors"`` of a joint shard.
 _JOINT_VECTORS = "dense+bm25"
+#: Points written between two flushes. qdrant-edge truncates its write-ahead log (to one closed 32 MB segment) only
+#: when flushed, which nothing did before close: a bulk add grew it ~1.5 KB a 384-d point (~1.5 GB at 1M; "Disk
+#: parts" in benchmarks/RESULTS.md). A flush every this many points keeps it to a few segments.
+FLUSH_POINTS = 20_000
 
 
 def _read_meta(path: Path) -> dict[str, Any] | None:
@@ -143,6 +147,7 @@ class EdgeBackend(Backend):
         self.index = (index or DEFAULT_INDEX) if layout is DENSE_LAYOUT else None
         # Bumped before and after every write: a staleness answer read across a write is not cached.
         self._generation = 0
+        self._unflushed = 0  # points written since the shard was last flushed
         self._idf_cache: tuple[int, bool] | None = None
         self._saved: Saved | None = None
         self._dimension: int | None = None
@@ -252,17 +257,21 @@ class EdgeBackend(Backend):
 
     # -- maintenance (edge stores only; through the store's ``_call`` like every primitive) --------------------
     def flush(self, api: Any) -> None:
-        """Write pending changes to the segments (the write-ahead log already makes them durable)."""
+        """Write pending changes to the segments (the write-ahead log made them durable) and truncate the log."""
         if self._shard is not None:
             self._shard.flush()
+            self._unflushed = 0
 
     def optimize(self, api: Any) -> bool:
-        """Run Qdrant's optimizers (merge segments, vacuum, build the index); True if anything was optimized."""
+        """Run Qdrant's optimizers (merge segments, vacuum, build the index); True if anything was optimized. Then
+        flush: the segments an optimization replaced stayed on disk until the next flush (a second copy of it all)."""
         if self._shard is None:
             return False
         self._generation += 1
         try:
-            return bool(self._shard.optimize())
+            done = bool(self._shard.optimize())
+            self.flush(api)
+            return done
         finally:
             self._generation += 1
 
@@ -351,25 +360,28 @@ class EdgeBackend(Backend):
     def sparse_vector(self, indices: Sequence[int], values: Sequence[float]) -> Any:
         return self.qe.SparseVector(indices, values)
 
-    def _write(self, operation: Any) -> None:
+    def _write(self, operation: Any, points: int) -> None:
         self._generation += 1
         try:
             self._shard.update(operation)
         finally:
             self._generation += 1
+        self._unflushed += points
+        if self._unflushed >= FLUSH_POINTS:  # bounds the write-ahead log (see FLUSH_POINTS)
+            self.flush(None)
 
     def upsert(self, api: Any, points: list[Point]) -> None:
         qe = self.qe
         self._write(qe.UpdateOperation.upsert_points(
-            [qe.Point(uuid.UUID(p.pid), self.point_vectors(p), p.payload) for p in points]))
+            [qe.Point(uuid.UUID(p.pid), self.point_vectors(p), p.payload) for p in points]), len(points))
 
     def update_vectors(self, api: Any, points: list[Point]) -> None:
         qe = self.qe
         self._write(qe.UpdateOperation.update_vectors(
-            [qe.PointVectors(uuid.UUID(p.pid), self.point_vectors(p)) for p in points]))
+            [qe.PointVectors(uuid.UUID(p.pid), self.point_vectors(p)) for p in points]), len(points))
 
     def delete(self, api: Any, pids: list[str]) -> None:
-        self._write(self.qe.UpdateOperation.delete_points([uuid.UUID(p) for p in pids]))
+        self._write(self.qe.UpdateOperation.delete_points([uuid.UUID(p) for p in pids]), len(pids))
 
     def retrieve(self, api: Any, pids: list[str], with_vectors: bool) -> Any:
         return self._shard.retrieve([uuid.UUID(p) for p in pids], True, with_vectors)
