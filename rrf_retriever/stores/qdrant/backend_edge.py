@@ -21,12 +21,11 @@ one sparse vector, so the shard's indexed vectors outnumber its points exactly t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,50 +52,19 @@ from rrf_retriever.stores.qdrant.edge_index import (
     same_kind,
     scan_points,
 )
+from rrf_retriever.stores.qdrant.edge_meta import META_FILE, SHARD_DIR, read_meta, write_meta
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
 
-__all__ = ["FLUSH_POINTS", "META_FILE", "EdgeBackend"]
+__all__ = ["FLUSH_POINTS", "EdgeBackend"]
 
 _LOCK_FILE = ".rrf_retriever.lock"
-#: The store's meta file in its directory.
-META_FILE = "rrf_store.json"
-_SHARD_DIR = "shard"
-_META_FORMAT = 1
 #: The meta file's ``"vectors"`` of a joint shard.
 _JOINT_VECTORS = "dense+bm25"
 #: Points written between two flushes. qdrant-edge truncates its write-ahead log (to one closed 32 MB segment) only
 #: when flushed, which nothing did before close: a bulk add grew it ~1.5 KB a 384-d point (~1.5 GB at 1M; "Disk
 #: parts" in benchmarks/RESULTS.md). A flush every this many points keeps it to a few segments.
 FLUSH_POINTS = 20_000
-
-
-def _read_meta(path: Path) -> dict[str, Any] | None:
-    """The meta file in ``path`` as a dict, or None when no shard was created there yet.
-
-    Raises:
-        StoreError: the file is unreadable or not a JSON object (never a raw OSError / ValueError).
-    """
-    meta_file = path / META_FILE
-    if not meta_file.is_file() or not (path / _SHARD_DIR).is_dir():
-        return None
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        msg = f"{meta_file} is unreadable: {exc}"
-        raise StoreError(msg) from exc
-    if not isinstance(meta, dict):
-        msg = f"{meta_file} is unreadable: not a JSON object"
-        raise StoreError(msg)
-    return meta
-
-
-def _write_meta(path: Path, meta: Mapping[str, Any]) -> None:
-    """Write the meta file atomically (a temporary file, then ``os.replace``)."""
-    meta_file = path / META_FILE
-    tmp = meta_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"format": _META_FORMAT, **meta}), encoding="utf-8")
-    os.replace(tmp, meta_file)
 
 
 class EdgeBackend(Backend):
@@ -172,7 +140,7 @@ class EdgeBackend(Backend):
     # -- lifecycle ---------------------------------------------------------------------------------------
     def _open_existing(self) -> None:
         """Read what the directory holds (checked against the layout) and open its shard."""
-        meta = _read_meta(self.path)
+        meta = read_meta(self.path)
         if meta is None:
             return
         if self.layout is KEYWORD_LAYOUT and "bm25" not in meta:
@@ -191,14 +159,14 @@ class EdgeBackend(Backend):
         if self.layout is DENSE_LAYOUT:
             kind = meta.get("index", "hnsw")  # written before the setting: Qdrant's default config (HNSW)
             if self._asked_index is not None and not same_kind(self._asked_index, kind):
-                shard_dir = self.path / _SHARD_DIR
+                shard_dir = self.path / SHARD_DIR
                 msg = f"the shard at {shard_dir} was created with index={kind!r}, not {self._asked_index!r}"
                 raise InvalidArgumentError(msg)
             self.index = kind
             self.windows = WindowSettings.from_saved(meta["windows"]) if "windows" in meta else None
             saved_kb = meta.get("full_scan_kb")
             self._full_scan_kb = saved_kb if isinstance(saved_kb, int) and not isinstance(saved_kb, bool) else None
-        shard_dir = self.path / _SHARD_DIR
+        shard_dir = self.path / SHARD_DIR
         try:
             self._shard = self.qe.EdgeShard.load(str(shard_dir))
         except Exception as exc:
@@ -282,7 +250,7 @@ class EdgeBackend(Backend):
         for a shard of another kind."""
         if self._shard is None or self.index != DEFAULT_INDEX:
             return False
-        shard_dir = str(self.path / _SHARD_DIR)
+        shard_dir = str(self.path / SHARD_DIR)
         self._generation += 1
         self._shard.flush()
         scan_kb = full_scan_kb(GRAPH_KIND, self._dimension, self.count(api))  # fixed in the graph's segments
@@ -295,7 +263,7 @@ class EdgeBackend(Backend):
             raise
         self.index = GRAPH_KIND
         self._full_scan_kb = scan_kb
-        _write_meta(self.path, self._meta(self._dimension, None))
+        write_meta(self.path, self._meta(self._dimension, None))
         return self.optimize(api)
 
     def unoptimized_points(self, api: Any) -> int:
@@ -342,20 +310,20 @@ class EdgeBackend(Backend):
         return qe.EdgeConfig(**config, **index_config(qe, kind, scan_kb))
 
     def create(self, api: Any, dimension: int | None, params: dict[str, Any] | None) -> None:
-        shard_dir = self.path / _SHARD_DIR
+        shard_dir = self.path / SHARD_DIR
         if shard_dir.exists():  # a shard without our meta file: a crash between create and meta write
             shutil.rmtree(shard_dir)
         scan_kb = self._full_scan_kb = full_scan_kb(GRAPH_KIND, dimension) if self.index == GRAPH_KIND else None
         shard = self.qe.EdgeShard.create(str(shard_dir), self._config(dimension, self.index, scan_kb))
         try:
-            _write_meta(self.path, self._meta(dimension, params))
+            write_meta(self.path, self._meta(dimension, params))
         except BaseException:
             shard.close()
             raise
         self._shard, self._dimension = shard, dimension
 
     def save_params(self, api: Any, params: dict[str, Any]) -> None:
-        _write_meta(self.path, self._meta(int(self._dimension or 0), params))
+        write_meta(self.path, self._meta(int(self._dimension or 0), params))
 
     def sparse_vector(self, indices: Sequence[int], values: Sequence[float]) -> Any:
         return self.qe.SparseVector(indices, values)
