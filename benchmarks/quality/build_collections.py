@@ -1,4 +1,4 @@
-"""Rebuild more judged collections (TIME, LISA, ADI, CoSQA) into ``shared/data/<name>/`` from pinned public snapshots.
+"""Rebuild more judged collections (TIME, LISA, ADI, CoSQA, NFCorpus) into ``shared/data/<name>/`` from pinned public snapshots.
 
 Each collection is read from one public GitHub repository at a pinned commit. Every file's git blob id is checked
 before it is parsed, so a changed or damaged copy fails loudly. Every count (docs, queries, judgments) is checked
@@ -6,15 +6,13 @@ against the figures written in that collection's ``SOURCE.md``. It then writes t
 :func:`rrf_retriever.evaluation.load_beir` reads: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``
 (with the ``query-id<TAB>corpus-id<TAB>score`` header). ``SOURCE.md`` itself is hand-written and left untouched.
 
-=========  ==============================================  =========================================
-name       source (repository @ commit)                    domain
-=========  ==============================================  =========================================
-``time``   Chaplinski/IR-Assignment3 @ 7586dbc4            TIME magazine news, 1963 (Glasgow / SMART)
-``lisa``   HamzaMouaz/AI-powered-information-retrieval-   library and information science abstracts
-           system @ 9b403e8c                               (Glasgow)
-``adi``    lailaglez/belief-network-irs @ f5096aa1         documentation / information science (SMART)
-``cosqa``  Jun-jie-Huang/CoCLR @ 778daa8a                  code search: web queries -> Python functions
-=========  ==============================================  =========================================
+* ``time``: Chaplinski/IR-Assignment3 @ 7586dbc4. TIME magazine news, 1963 (Glasgow / SMART).
+* ``lisa``: HamzaMouaz/AI-powered-information-retrieval-system @ 9b403e8c. Library and information science
+  abstracts (Glasgow).
+* ``adi``: lailaglez/belief-network-irs @ f5096aa1. Documentation / information science (SMART; Glasgow tarball).
+* ``cosqa``: Jun-jie-Huang/CoCLR @ 778daa8a. Code search: web queries -> Python functions.
+* ``nfcorpus``: hakimamarullah/medisearch-api @ 80859055. The NFCorpus archive's test split: nutrition questions ->
+  PubMed abstracts, in the authors' preprocessed text, with BEIR's test judgments.
 
 A source is either the repository's git directory (e.g. a snapshot under ``/work/.mirror/<owner>+<name>/repo``),
 which is read with ``git cat-file`` at the pinned commit, or a plain folder holding the files at their repository
@@ -22,7 +20,7 @@ paths or under their base names. Only the standard library is used, plus ``git``
 
 Run (from the repository root)::
 
-    python benchmarks/quality/build_collections.py --time DIR --lisa DIR --adi DIR --cosqa DIR [--out shared/data]
+    python benchmarks/quality/build_collections.py --time DIR --lisa DIR --adi DIR --cosqa DIR --nfcorpus DIR [--out DIR]
 
 Each collection is built only if its flag is given. ``--out`` defaults to
 :data:`benchmarks.common.paths.DATA`. ``--check`` then loads every collection it built with ``load_beir`` and
@@ -96,6 +94,14 @@ PINS = {
     "adi": Pin("lailaglez/belief-network-irs", "f5096aa1af21702e40d93c56f673d22bd4d13094", {
         "adi/adi.tar.gz": "acff77afa952f767c8472eebb62abb8cd65578ce",
     }),
+    "nfcorpus": Pin("hakimamarullah/medisearch-api", "80859055c4e0df4cc7a209b74ff62ac8fdaf2592", {
+        "data/nfcorpus/test.docs": "82fcbd78694c6a5b70e360840040e2c1a648f884",
+        "data/nfcorpus/test.titles.queries": "ffba74420a0879551727a16416d20f427eedabde",
+        "data/nfcorpus/test.all.queries": "352dbd4c675044f675a64ed654bba8c7e3709b96",
+        "data/nfcorpus/test.2-1-0.qrel": "5046dbf46d22bd27341636192cb73075007b5454",
+        "data/nfcorpus/test.3-2-1.qrel": "fc1a096bda160263d07aff60ed0d3d74575285b0",
+        "data/nfcorpus/raw/test.docs.ids": "ea6e01e5904b3161e94f921a4193f70178152fef",
+    }),
     "cosqa": Pin("Jun-jie-Huang/CoCLR", "778daa8aa9ac1dbee8839775edfce191d356861e", {
         "data/search/code_idx_map.txt": "a9dda4a5fc56ab7b95fb0d7fb90048c00a3bf831",
         "data/search/cosqa-retrieval-test-500.json": "07f1b83205c50a5e805930ffdfc5f05050f07742",
@@ -109,6 +115,7 @@ EXPECTED = {
     "lisa": (5999, 35, {"test": (379, 35)}),
     "adi": (82, 35, {"test": (170, 35)}),
     "cosqa": (6267, 1000, {"test": (500, 500), "dev": (500, 500)}),
+    "nfcorpus": (3162, 325, {"test": (12334, 323)}),
 }
 
 
@@ -269,8 +276,48 @@ def build_cosqa(files: dict[str, bytes]) -> Built:
     return Built(docs, queries, qrels)
 
 
+def _tsv_pairs(data: bytes) -> dict[str, str]:
+    return dict(line.split("\t", 1) for line in data.decode("utf-8").splitlines() if line.strip())
+
+
+def build_nfcorpus(files: dict[str, bytes]) -> Built:
+    """NFCorpus, the authors' test split: ``test.docs``, title queries, and the 2-1-0 qrels (BEIR's test qrels).
+
+    The texts are the authors' preprocessed ones (lower-cased, stop words and numbers removed); BEIR took raw text
+    from ``raw/doc_dump.txt``, which is too large for the snapshot. The 3-2-1 file is checked against ir_datasets'
+    published figures (15,820 rows; rows 0, 9 and the last) and against the 2-1-0 file it was derived from.
+    """
+    base = "data/nfcorpus/"
+    texts = _tsv_pairs(files[base + "test.docs"])
+    if sorted(texts) != sorted(files[base + "raw/test.docs.ids"].decode("ascii").split()):
+        msg = "NFCorpus test.docs does not hold exactly raw/test.docs.ids"
+        raise SystemExit(msg)
+    docs: Docs = {did: {"_id": did, "title": "", "text": text.strip()} for did, text in texts.items()}
+    titles = _tsv_pairs(files[base + "test.titles.queries"])
+    if set(titles) != set(_tsv_pairs(files[base + "test.all.queries"])):
+        msg = "NFCorpus title and all-field query files name different queries"
+        raise SystemExit(msg)
+    queries = {qid: text.strip() for qid, text in titles.items()}
+    rows = {name: [line.split("\t") for line in files[base + name].decode("ascii").splitlines() if line.strip()]
+            for name in ("test.2-1-0.qrel", "test.3-2-1.qrel")}
+    full = rows["test.3-2-1.qrel"]
+    if (len(full), full[0], full[9], full[-1]) != (15820, ["PLAIN-2", "0", "MED-2427", "3"],
+                                                   ["PLAIN-2", "0", "MED-5324", "1"], ["PLAIN-3472", "0", "MED-3627", "2"]):
+        msg = "NFCorpus test.3-2-1.qrel is not the file ir_datasets describes"
+        raise SystemExit(msg)
+    # 2-1-0 is 3-2-1 with every level lowered by one and the zeros left out.
+    if sorted((q, d, int(r) - 1) for q, _, d, r in full if int(r) > 1) != \
+            sorted((q, d, int(r)) for q, _, d, r in rows["test.2-1-0.qrel"]):
+        msg = "NFCorpus 2-1-0 qrels are not the 3-2-1 qrels shifted down"
+        raise SystemExit(msg)
+    qrels: Qrels = {}
+    for qid, _, did, level in rows["test.2-1-0.qrel"]:
+        qrels.setdefault(qid, {})[did] = int(level)
+    return Built(docs, queries, {"test": qrels})
+
+
 BUILDERS: dict[str, Callable[[dict[str, bytes]], Built]] = {
-    "time": build_time, "lisa": build_lisa, "adi": build_adi, "cosqa": build_cosqa,
+    "time": build_time, "lisa": build_lisa, "adi": build_adi, "cosqa": build_cosqa, "nfcorpus": build_nfcorpus,
 }
 
 
@@ -323,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out = DATA
     chosen = [n for n in PINS if getattr(args, n) is not None]
     if not chosen:
-        parser.error("give at least one source (--time, --lisa, --adi, --cosqa)")
+        parser.error("give at least one source (" + ", ".join(f"--{n}" for n in PINS) + ")")
     for name in chosen:
         built = BUILDERS[name](read_pinned(getattr(args, name), PINS[name]))
         check_counts(name, built)
