@@ -301,8 +301,9 @@ def build_nfcorpus(files: dict[str, bytes]) -> Built:
     rows = {name: [line.split("\t") for line in files[base + name].decode("ascii").splitlines() if line.strip()]
             for name in ("test.2-1-0.qrel", "test.3-2-1.qrel")}
     full = rows["test.3-2-1.qrel"]
-    if (len(full), full[0], full[9], full[-1]) != (15820, ["PLAIN-2", "0", "MED-2427", "3"],
-                                                   ["PLAIN-2", "0", "MED-5324", "1"], ["PLAIN-3472", "0", "MED-3627", "2"]):
+    if len(full) != 15820 or (full[0], full[9], full[-1]) != (["PLAIN-2", "0", "MED-2427", "3"],
+                                                              ["PLAIN-2", "0", "MED-5324", "1"],
+                                                              ["PLAIN-3472", "0", "MED-3627", "2"]):
         msg = "NFCorpus test.3-2-1.qrel is not the file ir_datasets describes"
         raise SystemExit(msg)
     # 2-1-0 is 3-2-1 with every level lowered by one and the zeros left out.
