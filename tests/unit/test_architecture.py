@@ -485,7 +485,7 @@ def test_tests_benchmarks_and_examples_reach_no_private_attribute_of_ours() -> N
 #: Tests about the whole package rather than one module: they stay at tests/unit/.
 #: Tests of the whole repository (its layout, public names, package, doctests, the benchmarks folder), not of one module.
 WHOLE_PACKAGE_TESTS = {"test_architecture.py", "test_imports.py", "test_package.py", "test_doctests.py",
-                       "test_benchmarks_layout.py"}
+                       "test_benchmarks_layout.py", "test_benchmarks_build_collections.py"}
 
 
 def _module_stems(folder: Path) -> set[str]:
