@@ -73,10 +73,14 @@ from benchmarks.quality.bench_weak_leg import (
 from rrf_retriever import Analyzer, Hit, QdrantEdgeKeywordStore, weighted_rrf
 from rrf_retriever.engine.leg_strength import (
     MIN_PSEUDO,
+    MIN_RATIO,
     SAMPLE,
+    LegStrength,
     PseudoQuery,
+    leg_strength,
     pseudo_queries,
     reciprocal_rank,
+    strength_weights,
     within_budget,
 )
 from rrf_retriever.engine.weak_legs import WEAK_FACTOR, LegView, weak_leg_weights
@@ -84,6 +88,7 @@ from rrf_retriever.errors import RRFRetrieverError
 
 DEPTH = 100
 FETCH = 40
+BOOT = 1000
 TOLERANCE = 0.005
 EPS = 0.01
 PSEUDO_VERSION = "v1"
@@ -167,9 +172,23 @@ def estimate(d: Data, items: Sequence[PseudoQuery], runs: Mapping[str, Any], n: 
         for c, w in CANDIDATES.items():
             ranked = [h.id for h in weighted_rrf(live, {k: w[k] for k in live}, k=60, limit=TOP)] if live else []
             fused_rr[c].append(reciprocal_rank(ranked, target))
-    m = {leg: float(np.mean(v)) if v else 0.0 for leg, v in rr.items()}
+    ids = {leg: [[h[0] for h in runs[leg][i][:FETCH]] for i in range(len(items[:n]))] for leg in rr}
+    strength = leg_strength(ids, [d.doc_ids[p.index] for p in items[:n]])  # the module's own figures
+    m = strength.mrr
+    if any(abs(m[leg] - (float(np.mean(v)) if v else 0.0)) > 1e-9 for leg, v in rr.items()):
+        raise RuntimeError("leg_strength disagrees with the benchmark's own MRR")
+    # how stable is the decision: the share of bootstrap resamples of the pseudo-queries on which it fires
+    fires = 0
+    if rr["dense"]:
+        rng = np.random.default_rng(0)
+        a, b = np.asarray(rr["dense"]), np.asarray(rr["keyword"])
+        for _ in range(BOOT):
+            pick = rng.integers(0, len(a), len(a))
+            ma, mb = float(a[pick].mean()), float(b[pick].mean())
+            r = (min(ma, mb) + EPS) / (max(ma, mb) + EPS)
+            fires += len(a) >= MIN_PSEUDO and r < MIN_RATIO
     return {
-        "n": len(rr["dense"]),
+        "n": strength.n, "fire_share": round(fires / BOOT, 3),
         "mrr_dense": round(m["dense"], 4), "mrr_keyword": round(m["keyword"], 4),
         "success10_dense": round(float(np.mean([v > 0 for v in rr["dense"]])) if rr["dense"] else 0.0, 4),
         "success10_keyword": round(float(np.mean([v > 0 for v in rr["keyword"]])) if rr["keyword"] else 0.0, 4),
@@ -241,7 +260,15 @@ def tuned(margin: float) -> Rule:
     return rule
 
 
+def shipped_rule(e: Mapping[str, Any]) -> dict[str, float]:
+    """``strength_weights`` itself (MIN_RATIO, WEAK_FACTOR) over the estimate: what the module would do."""
+    strength = LegStrength(int(e["n"]), {"dense": float(e["mrr_dense"]), "keyword": float(e["mrr_keyword"])}, {})
+    weights, _ = strength_weights(strength, WEIGHTS)
+    return {k: weights[k] / WEIGHTS[k] for k in WEIGHTS}
+
+
 FAMILIES: dict[str, dict[float, Rule]] = {
+    f"strength_weights (MIN_RATIO {MIN_RATIO})": {MIN_RATIO: shipped_rule},
     "threshold": {x: threshold(x) for x in THRESHOLDS},
     "threshold, x0.01": {x: threshold(x, 0.01) for x in THRESHOLDS},
     "threshold, weight 0": {x: threshold(x, 0.0) for x in THRESHOLDS},
@@ -329,9 +356,10 @@ def main() -> None:
              f"{info[n]['estimate']['ratio']:.3f}",
              f"{info[n]['estimate_budget']['ratio']:.3f} (n={info[n]['estimate_budget']['n']}, "
              f"{info[n]['budget_share']:.1%})",
+             f"{info[n]['estimate_budget']['fire_share']:.0%}",
              f"{info[n]['estimate']['overlap10']:.2f}", f"{info[n]['cost_share']:.1%}"] for n in names]
     print(md_table(["collection", "docs", "queries", "dense nDCG", "keyword nDCG", "hybrid declared",
-                    "hybrid undeclared", "pseudo MRR d / k", "pseudo ratio", "ratio at budget (n, cost)", "overlap@10",
+                    "hybrid undeclared", "pseudo MRR d / k", "pseudo ratio", "ratio at budget (n, cost)", f"fires < {MIN_RATIO} (bootstrap)", "overlap@10",
                     "cost (n=200)"], rows))
     corr = {which: round(spearman([math.log(info[n][which]["ratio"]) for n in names], real_lr), 3)
             for which in ("estimate", "estimate_budget")}

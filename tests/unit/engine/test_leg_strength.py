@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rrf_retriever import FTS5KeywordStore
@@ -75,9 +75,12 @@ def test_pseudo_queries_are_seeded_bounded_and_nested() -> None:
         pseudo_queries(texts, -1)
 
 
+_SETTINGS = settings(max_examples=100, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 _sentence = st.text(st.sampled_from("abc xyz"), min_size=0, max_size=40).map(lambda s: s.strip() + ".")
 
 
+@_SETTINGS
 @given(st.lists(st.lists(_sentence, min_size=0, max_size=5).map(" ".join), max_size=12), st.integers(0, 15))
 def test_pseudo_queries_property(texts: list[str], n: int) -> None:
     before = copy.deepcopy(texts)
@@ -155,6 +158,7 @@ def test_a_leg_not_measured_keeps_its_weight() -> None:
     assert w == {"keyword": 1.0, "other": 2.0}
 
 
+@_SETTINGS
 @given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.floats(0.0, 1.0), min_size=1),
        st.integers(0, 400), st.floats(0.0, 5.0))
 def test_strength_weights_property(mrr: dict[str, float], n: int, weight: float) -> None:
@@ -190,6 +194,7 @@ def test_within_budget_is_the_longest_prefix_under_the_share_with_a_floor() -> N
     assert within_budget([5.0] * 200, 5_000, share=0.2) == 200
 
 
+@_SETTINGS
 @given(st.lists(st.floats(0.0, 1e4), max_size=300), st.floats(0.0, 1e6))
 def test_within_budget_property(costs: list[float], corpus: float) -> None:
     n = within_budget(costs, corpus)
