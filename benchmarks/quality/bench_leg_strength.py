@@ -33,7 +33,8 @@ Each rule's constant is chosen leave-one-collection-out (on the others, declared
 mean gain over the shipped hybrid among the constants that lose at most :data:`TOLERANCE` on every other
 collection; else the smallest worst loss), every fold reported: the left-out collection's hybrid nDCG@10 with the
 shipped defaults vs with the rule, declared and undeclared, paired bootstrap 95% intervals of the per-query
-differences. Spearman rank correlation across collections between the pseudo log-ratio and the real
+differences. The decision's stability: the ratio, and the share of 1,000 bootstrap resamples of the pseudo-queries on
+which the rule fires, at 30, 60, 100 and 200 pseudo-queries. Spearman rank correlation across collections between the pseudo log-ratio and the real
 ``log(nDCG_dense / nDCG_keyword)``.
 
 Writes ``benchmarks/results/leg_strength.json``; prints Markdown tables.
@@ -89,6 +90,7 @@ from rrf_retriever.errors import RRFRetrieverError
 DEPTH = 100
 FETCH = 40
 BOOT = 1000
+STABILITY_N = (30, 60, 100, 200)  # the estimate at these sample sizes (the first k of the same draw)
 TOLERANCE = 0.005
 EPS = 0.01
 PSEUDO_VERSION = "v1"
@@ -341,6 +343,8 @@ def main() -> None:
                       "seconds": runs["seconds"],
                       "estimate": estimate(d, items, runs, len(items)),
                       "estimate_budget": estimate(d, items, runs, c["budget_n"]),
+                      "stability": {str(k): {f: estimate(d, items, runs, k)[f] for f in ("ratio", "fire_share")}
+                                    for k in STABILITY_N if k <= len(items)},
                       "real": {"dense": round(float(np.mean(legs["dense"])), 4),
                                "keyword": round(float(np.mean(legs["keyword"])), 4)}}
         prepared[name] = p
@@ -364,6 +368,10 @@ def main() -> None:
                     "cost (n=200)"], rows))
     corr = {which: round(spearman([math.log(info[n][which]["ratio"]) for n in names], real_lr), 3)
             for which in ("estimate", "estimate_budget")}
+    print()
+    print(md_table(["collection", *(f"ratio / fires at n={k}" for k in STABILITY_N)],
+                   [[n, *(f"{info[n]['stability'][str(k)]['ratio']:.3f} / {info[n]['stability'][str(k)]['fire_share']:.0%}"
+                          if str(k) in info[n]["stability"] else "-" for k in STABILITY_N)] for n in names]))
     print(f"\nSpearman(pseudo log-ratio, real log nDCG ratio) over {len(names)} collections: {corr}")
     results: dict[str, Any] = {"collections": info, "spearman": corr, "families": {}}
     for which in ("estimate_budget", "estimate"):
