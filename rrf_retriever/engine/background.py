@@ -2,7 +2,8 @@
 
 :func:`rrf_retriever.relevance.query_level` reads a query's top cosine against it. It is measured lazily, at the
 first query that needs it, on a fixed-seed sample of at most :data:`BACKGROUND_SAMPLE` stored vectors (among the
-first :data:`BACKGROUND_LISTED` stored ids), and measured again once the writes since then reach
+first :data:`BACKGROUND_LISTED` stored ids: in id order, or in the store's own order where it can give them without
+listing every id, :class:`~rrf_retriever.stores.base.SomeIds`), and measured again once the writes since then reach
 :data:`BACKGROUND_REFRESH` of the corpus then (or on any write while the corpus is smaller than the sample). It is
 not stored: an index opened again measures it at its first query (NPL's 11,429 documents in qdrant-edge: median
 121 ms, 101-311 ms over 7 measures on the shared, loaded 2-core machine; then a cached value).
@@ -23,7 +24,7 @@ from rrf_retriever.engine.legs import Leg, StoreLeg
 from rrf_retriever.engine.paths import main_dense_leg
 from rrf_retriever.errors import InvalidArgumentError, RRFRetrieverError
 from rrf_retriever.relevance import CosineBackground, cosine_background
-from rrf_retriever.stores.base import IdsMatching, VectorSource
+from rrf_retriever.stores.base import IdsMatching, SomeIds, VectorSource
 
 __all__ = ["BACKGROUND_LISTED", "BACKGROUND_REFRESH", "BACKGROUND_SAMPLE", "BackgroundCache"]
 
@@ -77,7 +78,10 @@ class BackgroundCache:
                 and isinstance(leg.store, IdsMatching)):
             return 0, None
         try:
-            ids = leg.store.ids_matching(None, limit=BACKGROUND_LISTED)
+            store = leg.store
+            # A store that can hand some ids over without listing them all does (Qdrant: one scroll page).
+            ids = (store.some_ids(BACKGROUND_LISTED) if isinstance(store, SomeIds)
+                   else store.ids_matching(None, limit=BACKGROUND_LISTED))
             sample = ids if len(ids) <= BACKGROUND_SAMPLE else random.Random(0).sample(ids, BACKGROUND_SAMPLE)
             vectors = leg.store.get_vectors(sample)
             corpus = leg.count() if len(ids) >= BACKGROUND_LISTED else len(ids)

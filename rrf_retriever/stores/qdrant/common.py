@@ -197,6 +197,18 @@ class QdrantStore(StoreBase, Generic[B]):
         """
         return self._run(self._ids_matching_steps(filter, limit))
 
+    def some_ids(self, limit: int) -> list[str]:
+        """Up to ``limit`` stored ids in Qdrant's point-id order (a fixed order that is not the ids' own), read
+        without scrolling the rest: the engine's cosine background samples them (:class:`~rrf_retriever.stores.base.
+        SomeIds`).
+
+        Raises:
+            InvalidArgumentError: ``limit`` is out of a search's bounds (0 gives none).
+            InvalidTypeError: ``limit`` is not an integer.
+            StoreError: Qdrant failed, or the store is closed.
+        """
+        return self._run(self._some_ids_steps(check_limit(limit)))
+
     async def aids_matching(self, filter: FilterSpec | FilterNode | None = None, limit: int | None = None) -> list[str]:
         """Async :meth:`ids_matching`."""
         return await self._arun_or_thread(lambda: self._ids_matching_steps(filter, limit), self.ids_matching, filter,
@@ -371,6 +383,18 @@ class QdrantStore(StoreBase, Generic[B]):
             if offset is None:
                 break
         return sorted(ids)[:limit]
+
+    def _some_ids_steps(self, limit: int) -> Steps[list[str]]:
+        if not (yield from self._ready_steps()):
+            return []
+        ids: dict[str, None] = {}  # in scroll order, each document once (a document of several points)
+        offset = None
+        while len(ids) < limit:
+            points, offset = yield Op(self.backend.scroll, (offset, min(SCROLL_PAGE, limit), None, True), "scroll")
+            ids.update(dict.fromkeys(doc_id_of(p.id, p.payload) for p in points))
+            if offset is None:
+                break
+        return list(ids)[:limit]
 
     # -- the scope of a call -----------------------------------------------------------------------------
     def _prepare_scope(self, filter: FilterSpec | FilterNode | None, exclude_ids: ExcludeIds) -> PreparedScope:

@@ -77,9 +77,13 @@ class CountingStore(QdrantEdgeDenseStore):
 
     listed = 0
 
-    def ids_matching(self, *args: Any, **kwargs: Any) -> list[str]:
+    def some_ids(self, limit: int) -> list[str]:  # what the background lists a Qdrant store's ids with
         type(self).listed += 1
-        return super().ids_matching(*args, **kwargs)
+        return super().some_ids(limit)
+
+    def ids_matching(self, *args: Any, **kwargs: Any) -> list[str]:
+        msg = "the background lists a store that can give some ids without listing them all through some_ids"
+        raise AssertionError(msg)
 
 
 def test_threads_asking_at_once_measure_once_and_writes_measure_again(tmp_path: Path) -> None:

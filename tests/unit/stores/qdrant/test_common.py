@@ -14,7 +14,13 @@ from langchain_qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from rrf_retriever.embeddings import HashingEmbedding
-from rrf_retriever.errors import StoreError, StoreLockedError, StoreUnavailableError
+from rrf_retriever.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    StoreError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
 from rrf_retriever.langchain import RRFLangChainEmbeddings
 from rrf_retriever.progress import progress_shown
 from rrf_retriever.stores.qdrant import (
@@ -253,3 +259,24 @@ def test_declared_index_keys_are_indexed_on_the_write_path_not_the_query_path(tm
         query = store.embedding.embed_query("alpha")
         assert [h.id for h in store.search(query, 5, filter={"lang": "en"})] == ["a"]
         assert store.indexed_keys == {("session_id", "float")}
+
+
+@pytest.mark.parametrize("store_class", [QdrantDenseStore, QdrantEdgeDenseStore])
+def test_some_ids_gives_stored_ids_without_listing_them_all(store_class: type) -> None:
+    """``some_ids`` (the engine's cosine background samples from it): distinct stored ids, as many as asked for
+    while there are enough, the same ones each call, and every id once a limit passes the count."""
+    ids = [f"doc-{i}" for i in range(700)]
+    with store_class(HashingEmbedding(dim=DIM)) as store:
+        assert store.some_ids(10) == []  # nothing stored yet
+        store.add(ids, [f"text {i}" for i in range(700)])
+        some = store.some_ids(300)
+        assert len(some) == len(set(some)) == 300 and set(some) <= set(ids)
+        assert store.some_ids(300) == some  # a fixed order
+        assert store.some_ids(5) == some[:5]
+        assert sorted(store.some_ids(5_000)) == sorted(ids)
+        store.delete(some[:3])
+        assert not set(store.some_ids(5_000)) & set(some[:3])
+        assert store.some_ids(0) == []
+        for bad in (-1, "5", True, 2.5):
+            with pytest.raises((InvalidArgumentError, InvalidTypeError), match="limit"):
+                store.some_ids(bad)
