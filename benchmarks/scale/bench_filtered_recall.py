@@ -64,6 +64,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -260,6 +261,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/rrf_filtered_recall"))
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--truth-only", action="store_true", help="cache the vectors and the exact truth, then stop")
+    parser.add_argument("--build-only", action="store_true", help="build the store (and the truth), then stop")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -290,6 +292,8 @@ def main() -> None:
         shutil.rmtree(where)
     if not where.exists():
         build_s = build(args.store, where, vectors, masks, args.lazy)
+    if args.build_only:
+        return
     dim = vectors.shape[1]
     del vectors  # the truth is cached: the store alone from here on
     load_before = os.getloadavg()
@@ -297,8 +301,11 @@ def main() -> None:
         index = getattr(store, "index", None) or "Qdrant default (HNSW over float vectors)"
         results = measure(store, masks, truths, queries, args.paths.split(","))
     out = {"docs": args.docs, "queries": args.queries, "vectors": args.vectors, "store": type(store).__name__,
-           "lazy": args.lazy, "index": index, "build_s": build_s, "top": TOP, "selectivities": list(SELECTIVITIES),
-           "command": " ".join(["python", *sys.argv]),
+           "lazy": args.lazy, "index": index, "build_s": build_s, "store_built_at": time.strftime(
+               "%Y-%m-%dT%H:%M:%SZ", time.gmtime((where / "rrf_store.json").stat().st_mtime)), "top": TOP, "selectivities": list(SELECTIVITIES),
+           "command": " ".join(["python", *sys.argv]), "code": subprocess.run(
+               ["git", "-C", str(Path(__file__).parent), "log", "-1", "--format=%h %s"], capture_output=True,
+               text=True, check=False).stdout.strip()[:100],
            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                        "load_before_build": load_before_build, "load_before": load_before,
                        "load_avg": os.getloadavg()}, "results": results}
