@@ -262,6 +262,8 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--truth-only", action="store_true", help="cache the vectors and the exact truth, then stop")
     parser.add_argument("--build-only", action="store_true", help="build the store (and the truth), then stop")
+    parser.add_argument("--measured", type=int, default=None,
+                        help="measure the first this many of the --queries (the cached truth is for --queries)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -294,13 +296,16 @@ def main() -> None:
         build_s = build(args.store, where, vectors, masks, args.lazy)
     if args.build_only:
         return
+    if args.measured is not None:
+        queries = queries[: args.measured]
+        truths = {k: v[: args.measured] for k, v in truths.items()}
     dim = vectors.shape[1]
     del vectors  # the truth is cached: the store alone from here on
     load_before = os.getloadavg()
     with open_store(args.store, where, dim, sorted(masks), args.lazy) as store:
         index = getattr(store, "index", None) or "Qdrant default (HNSW over float vectors)"
         results = measure(store, masks, truths, queries, args.paths.split(","))
-    out = {"docs": args.docs, "queries": args.queries, "vectors": args.vectors, "store": type(store).__name__,
+    out = {"docs": args.docs, "queries": len(queries), "vectors": args.vectors, "store": type(store).__name__,
            "lazy": args.lazy, "index": index, "build_s": build_s, "store_built_at": time.strftime(
                "%Y-%m-%dT%H:%M:%SZ", time.gmtime((where / "rrf_store.json").stat().st_mtime)), "top": TOP, "selectivities": list(SELECTIVITIES),
            "command": " ".join(["python", *sys.argv]), "code": subprocess.run(

@@ -25,7 +25,7 @@ Disk (``disk``): every file of ``DIR``, apparent size (``st_size``) and allocate
 preallocates and the two differ), per leg and component: fp32 vectors, int8 copy, graph links, payload storage,
 payload indexes, id tracker, write-ahead log, the keyword shard's sparse vectors and inverted index, the journal,
 meta files; each also split into optimized segments and appendable ones (a segment whose vector storage is
-chunked / mutable). Per document = bytes / documents. Goals (issue 30): <= 3 KB a document on disk; open and first
+chunked / mutable). Per document = bytes / documents. Goals: <= 3 KB a document on disk; open and first
 answer <= 5 s.
 
 Writes ``benchmarks/results/scale_costs_<N>.json`` (one per size; the load average beside every figure).
