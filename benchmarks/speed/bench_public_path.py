@@ -7,6 +7,7 @@ Usage:
     .venv/bin/python benchmarks/speed/bench_public_path.py --hnsw     # also the HNSW stack (its build takes minutes)
     .venv/bin/python benchmarks/speed/bench_public_path.py --sizes 1000000 --corpora synthetic --stacks default \\
         --no-anchors --no-diagnosis   # 1M: the default stack only, built as a user would (from_texts + add_texts)
+    .venv/bin/python benchmarks/speed/bench_public_path.py ... --wide   # also a 35% filter (35 of 100 sessions)
 
 Every stack is built exactly as a user builds it: ``EnsembleRRFRetriever.from_texts(texts, embedding,
 metadatas=metadatas, ids=ids, keyword=..., dense=...)`` (``metadatas``: ``{"session_id": i % 100}``), then timed
@@ -75,6 +76,8 @@ TOP_K = 10
 DEPTH = 40  # what our legs fetch at top_k=10 (max(2 * top_k, 40)); the anchors fetch as much per member
 SESSIONS = 100
 FILTER = {"session_id": [7, 42, 77]}
+#: ``--wide``: a tenant holding 35% of the documents (35 of the 100 sessions), the issue's second selectivity.
+WIDE_FILTER = {"session_id": list(range(35))}
 ARGUANA_COPIES = 12
 
 
@@ -238,45 +241,46 @@ def timed(fn: Callable[[], Any]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def interleaved(systems: dict[str, Callable[[str, bool], Any]], queries: list[str], slow: set[str], n_slow: int,
-                warm: int = 5) -> dict[str, dict[str, Any]]:
-    """p50/p95 ms per system, unfiltered and filtered, queries interleaved round-robin across systems.
+def interleaved(systems: dict[str, Callable[[str, Any], Any]], queries: list[str], slow: set[str], n_slow: int,
+                warm: int = 5, filters: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """p50/p95 ms per system and filter (``filters``: name -> filter, default unfiltered and :data:`FILTER`),
+    queries interleaved round-robin across systems.
 
     Beside wall time, the process's CPU time per query (every thread: the legs', Qdrant's search threads'): on a
     loaded machine it stays near the idle cost, and for a stack whose legs cannot overlap (both hold the GIL) it
     is what the query costs on an idle one.
     """
-    times: dict[tuple[str, bool], list[float]] = {(n, f): [] for n in systems for f in (False, True)}
-    cpu: dict[tuple[str, bool], list[float]] = {(n, f): [] for n in systems for f in (False, True)}
+    filters = {"unfiltered": None, "filtered": FILTER} if filters is None else filters
+    times: dict[tuple[str, str], list[float]] = {(n, f): [] for n in systems for f in filters}
+    cpu: dict[tuple[str, str], list[float]] = {(n, f): [] for n in systems for f in filters}
     for qi in range(-warm, len(queries)):
         q = queries[qi % len(queries)]
-        for filtered in (False, True):
+        for key, flt in filters.items():
             for name, search in systems.items():
                 if name in slow and qi >= n_slow:
                     continue
                 c0 = time.process_time()
-                ms = timed(lambda search=search, q=q, filtered=filtered: search(q, filtered))
+                ms = timed(lambda search=search, q=q, flt=flt: search(q, flt))
                 if qi >= 0:
-                    times[(name, filtered)].append(ms)
-                    cpu[(name, filtered)].append((time.process_time() - c0) * 1000)
+                    times[(name, key)].append(ms)
+                    cpu[(name, key)].append((time.process_time() - c0) * 1000)
     out: dict[str, dict[str, Any]] = {}
     for name in systems:
         row: dict[str, Any] = {}
-        for filtered in (False, True):
-            key = "filtered" if filtered else "unfiltered"
-            xs = times[(name, filtered)]
+        for key in filters:
+            xs = times[(name, key)]
             row[f"{key}_p50_ms"], row[f"{key}_p95_ms"], row[f"{key}_n"] = pct(xs, 50), pct(xs, 95), len(xs)
-            row[f"{key}_cpu_p50_ms"] = pct(cpu[(name, filtered)], 50)
+            row[f"{key}_cpu_p50_ms"] = pct(cpu[(name, key)], 50)
         out[name] = row
     return out
 
 
-def invoke_fn(r: Any) -> Callable[[str, bool], Any]:
-    return lambda q, filtered: r.invoke(q, top_k=TOP_K, filter=FILTER if filtered else None)
+def invoke_fn(r: Any) -> Callable[[str, Any], Any]:
+    return lambda q, flt: r.invoke(q, top_k=TOP_K, filter=flt)
 
 
-def anchor_fn(a: Any) -> Callable[[str, bool], Any]:
-    return lambda q, filtered: a.search(q, FILTER["session_id"] if filtered else None)
+def anchor_fn(a: Any) -> Callable[[str, Any], Any]:
+    return lambda q, flt: a.search(q, flt["session_id"] if flt else None)
 
 
 def legs_alone(r: Any, queries: list[str], emb: PrecomputedEmbedding, depth: int) -> dict[str, Any]:
@@ -456,13 +460,13 @@ def run_corpus(c: dict[str, Any], args: argparse.Namespace, stacks: list[str]) -
     out["queries"] = {}
     for qset, queries in c["queries"].items():
         qs = queries[: args.queries]
-        res = interleaved(systems, qs, set(anchors), args.slow_queries)
+        filters = {"unfiltered": None, "filtered": FILTER} | ({"filtered_35": WIDE_FILTER} if args.wide else {})
+        res = interleaved(systems, qs, set(anchors), args.slow_queries, filters=filters)
         out["queries"][qset] = res
         for name, row in res.items():
-            print(f"[{c['name']} / {qset}] {name:48s} p50 {row['unfiltered_p50_ms']:9.2f} p95 "
-                  f"{row['unfiltered_p95_ms']:9.2f} cpu {row['unfiltered_cpu_p50_ms']:8.2f} | filtered p50 "
-                  f"{row['filtered_p50_ms']:9.2f} p95 {row['filtered_p95_ms']:9.2f} cpu "
-                  f"{row['filtered_cpu_p50_ms']:8.2f} (n={row['unfiltered_n']})", flush=True)
+            cells = " | ".join(f"{key} p50 {row[f'{key}_p50_ms']:9.2f} p95 {row[f'{key}_p95_ms']:9.2f} cpu "
+                               f"{row[f'{key}_cpu_p50_ms']:8.2f}" for key in filters)
+            print(f"[{c['name']} / {qset}] {name:48s} {cells} (n={row['unfiltered_n']})", flush=True)
     for name, r in built.items():
         row = out["stacks"][name]
         qs = c["queries"][first_set][: min(args.queries, 100)]
@@ -514,6 +518,7 @@ def main() -> None:
     parser.add_argument("--stacks", nargs="+", default=None, help="stack names (or 'default')")
     parser.add_argument("--hnsw", action="store_true", help=f"add '{HNSW_STACK}' (its build takes minutes)")
     parser.add_argument("--no-anchors", action="store_true")
+    parser.add_argument("--wide", action="store_true", help="also a filter holding 35%% of the documents")
     parser.add_argument("--no-diagnosis", action="store_true")
     parser.add_argument("--batch", type=int, default=None,
                         help="documents per from_texts / add_texts call (default: one call up to 200k, else 100k)")

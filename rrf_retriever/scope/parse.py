@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import NamedTuple
 
-from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError
+from rrf_retriever.errors import InvalidArgumentError, InvalidFilterError, InvalidTypeError
 from rrf_retriever.scope.dates import date_micros, iso_value
 from rrf_retriever.scope.dialects import refuse_foreign
 from rrf_retriever.scope.tree import (
@@ -396,6 +396,10 @@ def normalize_exclude_ids(exclude_ids: Iterable[str] | None) -> frozenset[str]:
     return frozenset(check_ids(exclude_ids, "exclude_ids"))
 
 
+#: The classes of a parsed filter tree's nodes (a hand-built :class:`Scope` is checked against them).
+_NODES = (Match, Range, DateRange, Contains, Exists, AllOf, AnyOf, Not)
+
+
 class Scope(NamedTuple):
     """A validated scope: the parsed filter and the excluded ids. Only :func:`normalize_scope` makes one.
 
@@ -422,7 +426,8 @@ def normalize_scope(
 
     Raises:
         InvalidFilterError: a malformed filter.
-        InvalidTypeError: ``exclude_ids`` is not a list of ids.
+        InvalidTypeError: ``exclude_ids`` is not a list of ids; a :class:`Scope` built by hand of other parts than
+            a parsed filter (or None) and a frozenset (a check of their types, not a second parse).
         InvalidArgumentError: ``exclude_ids`` beside a :class:`Scope` (it holds its own).
 
     Example:
@@ -433,5 +438,10 @@ def normalize_scope(
         if exclude_ids:  # an empty list beside it is no second list
             msg = "exclude_ids cannot be given beside a Scope: it holds its own"
             raise InvalidArgumentError(msg)
+        parsed, excluded = filter
+        if not (parsed is None or isinstance(parsed, _NODES)) or not isinstance(excluded, frozenset):
+            msg = (f"a Scope holds a parsed filter (or None) and a frozenset of ids, not {type(parsed).__name__} and "
+                   f"{type(excluded).__name__}: make one with normalize_scope(filter, exclude_ids)")
+            raise InvalidTypeError(msg)
         return filter
     return Scope(normalize_filter(filter), normalize_exclude_ids(exclude_ids))

@@ -48,8 +48,10 @@ from rrf_retriever.stores.qdrant.edge_index import (
     DEFAULT_INDEX,
     GRAPH_KIND,
     dense_params,
+    full_scan_kb,
     index_config,
     same_kind,
+    scan_points,
 )
 from rrf_retriever.stores.qdrant.filters import IS_EMPTY, Bounds
 from rrf_retriever.stores.qdrant.points import DOC_ID_KEY, SPARSE_VECTOR_NAME, Point
@@ -135,6 +137,8 @@ class EdgeBackend(Backend):
         #: How a filtered dense search runs on a shard with a graph (``edge_index.FILTERED_SEARCH``).
         self.filtered_search = "auto"
         self._asked_index = index
+        #: A graph shard's ``full_scan_threshold`` as its meta file records it (None: not recorded).
+        self._full_scan_kb: int | None = None
         #: The shard's index kind (None outside the dense layout: Qdrant's default config).
         self.index = (index or DEFAULT_INDEX) if layout is DENSE_LAYOUT else None
         # Bumped before and after every write: a staleness answer read across a write is not cached.
@@ -187,6 +191,8 @@ class EdgeBackend(Backend):
                 raise InvalidArgumentError(msg)
             self.index = kind
             self.windows = WindowSettings.from_saved(meta["windows"]) if "windows" in meta else None
+            saved_kb = meta.get("full_scan_kb")
+            self._full_scan_kb = saved_kb if isinstance(saved_kb, int) and not isinstance(saved_kb, bool) else None
         shard_dir = self.path / _SHARD_DIR
         try:
             self._shard = self.qe.EdgeShard.load(str(shard_dir))
@@ -270,14 +276,16 @@ class EdgeBackend(Backend):
         shard_dir = str(self.path / _SHARD_DIR)
         self._generation += 1
         self._shard.flush()
+        scan_kb = full_scan_kb(GRAPH_KIND, self._dimension, self.count(api))  # fixed in the graph's segments
         self._shard.close()
         self._shard = None
         try:
-            self._shard = self.qe.EdgeShard.load(shard_dir, self._config(self._dimension, GRAPH_KIND))
+            self._shard = self.qe.EdgeShard.load(shard_dir, self._config(self._dimension, GRAPH_KIND, scan_kb))
         except Exception:
             self._shard = self.qe.EdgeShard.load(shard_dir)  # as it was
             raise
         self.index = GRAPH_KIND
+        self._full_scan_kb = scan_kb
         _write_meta(self.path, self._meta(self._dimension, None))
         return self.optimize(api)
 
@@ -300,6 +308,8 @@ class EdgeBackend(Backend):
         """What the meta file says of a shard of this layout."""
         if self.layout is DENSE_LAYOUT:
             meta: dict[str, Any] = {"dimension": dimension, "distance": "cosine", "index": self.index}
+            if self._full_scan_kb is not None:  # a graph shard's scan reach (edge_index.scan_points)
+                meta["full_scan_kb"] = self._full_scan_kb
             if self.windows is not None:
                 meta["windows"] = self.windows.as_saved()
             return meta
@@ -307,7 +317,7 @@ class EdgeBackend(Backend):
             return {"bm25": params}
         return {"vectors": _JOINT_VECTORS, "dimension": dimension, "distance": "cosine", "bm25": params}
 
-    def _config(self, dimension: int | None, kind: str | None) -> Any:
+    def _config(self, dimension: int | None, kind: str | None, scan_kb: int | None = None) -> Any:
         """The shard's ``EdgeConfig``: the layout's vectors, and the settings of the index ``kind``."""
         qe = self.qe
         config: dict[str, Any] = {}
@@ -320,13 +330,14 @@ class EdgeBackend(Backend):
             config["vectors"] = dense if name == "" else {name: dense}
         if self.layout.sparse:
             config["sparse_vectors"] = {SPARSE_VECTOR_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-        return qe.EdgeConfig(**config, **index_config(qe, kind))
+        return qe.EdgeConfig(**config, **index_config(qe, kind, scan_kb))
 
     def create(self, api: Any, dimension: int | None, params: dict[str, Any] | None) -> None:
         shard_dir = self.path / _SHARD_DIR
         if shard_dir.exists():  # a shard without our meta file: a crash between create and meta write
             shutil.rmtree(shard_dir)
-        shard = self.qe.EdgeShard.create(str(shard_dir), self._config(dimension, self.index))
+        scan_kb = self._full_scan_kb = full_scan_kb(GRAPH_KIND, dimension) if self.index == GRAPH_KIND else None
+        shard = self.qe.EdgeShard.create(str(shard_dir), self._config(dimension, self.index, scan_kb))
         try:
             _write_meta(self.path, self._meta(dimension, params))
         except BaseException:
@@ -384,7 +395,8 @@ class EdgeBackend(Backend):
             vector: Any = [query.vector] if self.windows is not None else query.vector  # one row: MAX_SIM is max
             nearest = qe.Query.Nearest(vector, using=name) if name else qe.Query.Nearest(vector)
             params = dense_params(qe, self._shard, self.index, self.exact, self.hnsw_ef, self.filtered_search,
-                                  query.filter)
+                                  query.filter, scan_points(self.index, self._dimension, self._full_scan_kb,
+                                                            self.windows is not None))
         else:
             nearest = qe.Query.Nearest(qe.SparseVector(query.indices, query.values), using=SPARSE_VECTOR_NAME)
             params = None

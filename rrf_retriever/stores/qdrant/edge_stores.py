@@ -152,8 +152,9 @@ class _DenseEdgeSurface(_EdgeSurface):
 
     @property
     def filtered_search(self) -> str:
-        """How a filtered search runs once the shard walks an HNSW graph: ``"auto"`` (the default: exact below
-        ``GRAPH_TRUST`` (97%) of the points in scope, where a graph walk misses in-scope hits, else the graph with
+        """How a filtered search runs once the shard walks an HNSW graph: ``"auto"`` (the default: a scope under
+        the shard's scan reach, 97k points, is scanned on the int8 copy and rescored; a larger one below
+        ``GRAPH_TRUST`` (97%) of the points is exact, where a graph walk misses in-scope hits; else the graph with
         ACORN), ``"acorn"`` (Qdrant's plan with ACORN: faster, recall@10 ~0.9 for a scope that is a region of the
         space) or ``"graph"`` (Qdrant's plan alone). See :mod:`~rrf_retriever.stores.qdrant.edge_index`."""
         return self.backend.filtered_search

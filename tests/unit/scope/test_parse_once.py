@@ -57,3 +57,27 @@ def test_a_scope_passes_a_store_door_unchecked_and_refuses_a_second_exclude_list
     assert [h.id for h in store.search("token", 5, scope)] == ["b"]
     with pytest.raises(ValueError, match="exclude_ids"):
         store.search("token", 5, scope, ["b"])
+
+
+@pytest.mark.parametrize("scope", [
+    Scope({"session_id": 1}, frozenset()),  # an unparsed filter
+    Scope("session_id = 1", frozenset()),
+    Scope(None, ["d1"]),  # a list, not a frozenset
+    Scope(None, "d1"),
+])
+def test_a_hand_built_scope_of_wrong_parts_is_our_error_and_nothing_is_lost(scope: Scope) -> None:
+    from rrf_retriever.errors import InvalidTypeError
+
+    with pytest.raises(InvalidTypeError, match="normalize_scope"):
+        normalize_scope(scope)
+    with FTS5KeywordStore() as store:
+        store.add(IDS, TEXTS, METAS)
+        with pytest.raises(InvalidTypeError):
+            store.search("token", 5, filter=scope)
+        assert {h.id for h in store.search("token", 20)} == set(IDS)  # the store still answers, whole
+
+
+def test_a_scope_made_by_normalize_scope_still_passes_through() -> None:
+    scope = normalize_scope(FILTER, ["d1"])
+    assert normalize_scope(scope) is scope
+    assert normalize_scope(Scope(None, frozenset())) == Scope(None, frozenset())

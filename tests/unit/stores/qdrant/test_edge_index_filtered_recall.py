@@ -4,6 +4,7 @@ benchmarks/scale/bench_filtered_recall.py measures every selectivity and the lat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,17 @@ import pytest
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.errors import InvalidArgumentError
 from rrf_retriever.stores.qdrant import QdrantEdgeDenseStore
-from rrf_retriever.stores.qdrant.edge_index import FILTERED_SEARCH, GRAPH_KIND, GRAPH_POINTS, filtered_plan
+from rrf_retriever.stores.qdrant.edge_index import (
+    FILTERED_SEARCH,
+    FULL_SCAN_KB,
+    GRAPH_KIND,
+    GRAPH_POINTS,
+    GRAPH_TRUST,
+    SCAN_POINTS,
+    filtered_plan,
+    full_scan_kb,
+    scan_points,
+)
 
 DIM = 384
 TOP = 10
@@ -57,23 +68,28 @@ def _recalls(store: QdrantEdgeDenseStore, vectors: np.ndarray, mask: np.ndarray,
     return np.array(out)
 
 
+GROWN_AT = GRAPH_POINTS // 2  # the graph grows over half the corpus; the other half is added to it afterwards
+
+
 @pytest.fixture(scope="module")
 def graph_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[QdrantEdgeDenseStore, np.ndarray, dict[
         str, np.ndarray], np.ndarray]]:
-    """100k clustered 384-d vectors on the default dense store, which grows its graph at 100k, the filter keys
-    declared (their payload indexes exist before the graph), written in chunks as the engine writes an add."""
+    """100k clustered 384-d vectors on the default dense store, the filter keys declared (their payload indexes
+    exist before the graph), written in chunks as the engine writes an add: the first 50k grow the graph
+    (``graph_points``), so its scan reach is 97% of 50k and the scopes of 70% are beyond it (the graph's case)."""
     centers = np.random.default_rng(99).normal(size=(CLUSTERS, DIM)).astype(np.float32)
     vectors, labels = _clustered(GRAPH_POINTS, 0, centers)
     queries, _ = _clustered(50, 5, centers)
     masks = _scopes(labels)
     keys = sorted(masks)
     path: Path = tmp_path_factory.mktemp("graph") / "dense"
-    store = QdrantEdgeDenseStore(HashingEmbedding(dim=DIM), path=path, index_keys=keys)
-    with store.deferred_maintenance():
-        for start in range(0, len(vectors), 10_000):
-            rows = range(start, start + 10_000)
-            metas = [{k: "in" if masks[k][r] else "out" for k in keys} for r in rows]
-            store.add([f"d{r}" for r in rows], [""] * len(rows), metas, vectors[start:start + 10_000])
+    store = QdrantEdgeDenseStore(HashingEmbedding(dim=DIM), path=path, index_keys=keys, graph_points=GROWN_AT)
+    for half in (range(0, GROWN_AT), range(GROWN_AT, GRAPH_POINTS)):
+        with store.deferred_maintenance():
+            for start in range(half.start, half.stop, 10_000):
+                rows = range(start, start + 10_000)
+                metas = [{k: "in" if masks[k][r] else "out" for k in keys} for r in rows]
+                store.add([f"d{r}" for r in rows], [""] * len(rows), metas, vectors[start:start + 10_000])
     yield store, vectors, masks, queries
     store.close()
 
@@ -81,9 +97,12 @@ def graph_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Qdra
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["region_35", "region_45", "region_70", "spread_35", "spread_45"])
 def test_filtered_recall_on_the_graph_matches_exact_search(graph_store, key: str) -> None:  # type: ignore[no-untyped-def]
+    """35-45% scopes are in the int8 scan's reach (Qdrant scans them), 70% beyond it (the rule scores it exactly)."""
     store, vectors, masks, queries = graph_store
     assert store.index == GRAPH_KIND  # the shard walks a graph: what the filters below are about
     assert store.filtered_search == "auto"
+    meta = json.loads((store.path / "rrf_store.json").read_text(encoding="utf-8"))
+    assert meta["full_scan_kb"] == full_scan_kb(GRAPH_KIND, DIM, GROWN_AT)  # fixed when the graph grew
     recalls = _recalls(store, vectors, masks[key], key, queries)
     assert recalls.mean() >= 0.99
     assert np.percentile(recalls, 5) >= 0.99
@@ -91,12 +110,13 @@ def test_filtered_recall_on_the_graph_matches_exact_search(graph_store, key: str
 
 @pytest.mark.slow
 def test_the_graph_walk_alone_misses_a_region_scope(graph_store) -> None:  # type: ignore[no-untyped-def]
-    """The fixture reaches the case the rule is for: Qdrant's plan alone walks the graph under a filter holding 35%
-    of the points and misses in-scope hits for queries outside the region (a test that can fail above)."""
+    """The fixture reaches the case the rule is for: Qdrant's plan alone walks the graph under a filter beyond its
+    scan reach (70% of the points, a region) and misses in-scope hits for queries outside the region (a test that
+    can fail above)."""
     store, vectors, masks, queries = graph_store
     store.filtered_search = "graph"
     try:
-        recalls = _recalls(store, vectors, masks["region_35"], "region_35", queries)
+        recalls = _recalls(store, vectors, masks["region_70"], "region_70", queries)
     finally:
         store.filtered_search = "auto"
     assert np.percentile(recalls, 5) < 0.9
@@ -121,7 +141,25 @@ def test_filtered_search_is_checked_and_small_graph_shards_answer_exactly(tmp_pa
 
 
 def test_filtered_plan() -> None:
-    assert filtered_plan("auto", lambda: 0.5) == "exact"
-    assert filtered_plan("auto", lambda: 0.99) == "acorn"
-    assert filtered_plan("acorn", lambda: 0.1) == "acorn"
-    assert filtered_plan("graph", lambda: 0.1) == "graph"
+    assert filtered_plan("auto", lambda: (50, 100)) == "exact"
+    assert filtered_plan("auto", lambda: (99, 100)) == "acorn"
+    assert filtered_plan("auto", lambda: (0, 0)) == "acorn"  # an empty shard: nothing to scan either way
+    assert filtered_plan("acorn", lambda: (10, 100)) == "acorn"
+    assert filtered_plan("graph", lambda: (10, 100)) == "graph"
+    # Below the shard's scan reach Qdrant's own plan scans the int8 copy; at or above it the rule is as before.
+    assert filtered_plan("auto", lambda: (96_999, 100_000), scan_reach=97_000) == "scan"
+    assert filtered_plan("auto", lambda: (97_000, 1_000_000), scan_reach=97_000) == "exact"
+    assert filtered_plan("auto", lambda: (990_000, 1_000_000), scan_reach=97_000) == "acorn"
+    assert filtered_plan("graph", lambda: (1, 100), scan_reach=97_000) == "graph"  # the explicit settings stay
+
+
+def test_the_scan_reach_is_what_qdrant_converts_the_threshold_to() -> None:
+    # Qdrant turns full_scan_threshold (KB) into points as KB x 1024 / the bytes of one float vector.
+    assert full_scan_kb(GRAPH_KIND, 384) * 1024 // (4 * 384) == SCAN_POINTS == round(GRAPH_TRUST * GRAPH_POINTS)
+    for dim in (8, 33, 384, 768, 1536):  # whole KB, rounded up: at most one KB of vectors more
+        reach = scan_points(GRAPH_KIND, dim, full_scan_kb(GRAPH_KIND, dim), False)
+        assert reach is not None and 0 <= reach - SCAN_POINTS <= 256 // dim
+    assert scan_points(GRAPH_KIND, 384, None, False) == FULL_SCAN_KB * 1024 // (4 * 384)  # grown before: 33,333
+    assert scan_points(GRAPH_KIND, 384, 145_500, True) is None  # windows: Qdrant's per-point size is not known
+    assert scan_points("int8", 384, 145_500, False) is None  # no graph: every search scans already
+    assert scan_points(None, 384, None, False) is None  # Qdrant's default HNSW, no int8 copy: exact as before
