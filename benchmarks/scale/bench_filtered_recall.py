@@ -2,7 +2,7 @@
 
 Usage:
     .venv/bin/python benchmarks/scale/bench_filtered_recall.py                      # 100k clustered synthetic vectors
-    .venv/bin/python benchmarks/scale/bench_filtered_recall.py --docs 1000000 --paths default,graph --queries 50
+    .venv/bin/python benchmarks/scale/bench_filtered_recall.py --docs 300000 --paths default,graph --measured 50
     .venv/bin/python benchmarks/scale/bench_filtered_recall.py --vectors minilm     # real MiniLM vectors, jittered copies
     .venv/bin/python benchmarks/scale/bench_filtered_recall.py --store joint        # QdrantEdgeHybridStore's dense leg
     .venv/bin/python benchmarks/scale/bench_filtered_recall.py --lazy               # payload indexes made by the queries
