@@ -63,6 +63,7 @@ import numpy as np
 
 from benchmarks.common.embedders import PrecomputedEmbedding
 from benchmarks.common.paths import RESULTS
+from benchmarks.common.scaled import jittered_copies
 from benchmarks.speed.bench_public_path import (
     DEPTH,
     FILTER,
@@ -146,12 +147,7 @@ def arguana_scaled(n: int, n_queries: int) -> dict[str, Any]:
     except Exception as exc:  # no model or no cache: the random vectors of bench_public_path
         print(f"arguana: real vectors unavailable ({type(exc).__name__}: {exc}); random vectors", flush=True)
         vectors = base["vectors"]
-    rng = np.random.default_rng(3)
-    blocks = [vectors]
-    for _ in range(1, copies):
-        j = vectors + (0.3 / np.sqrt(384)) * rng.normal(size=vectors.shape).astype(np.float32)
-        blocks.append(j / np.linalg.norm(j, axis=1, keepdims=True))
-    all_vectors = np.concatenate(blocks)[:n] if copies > 1 else vectors[:n]
+    all_vectors = jittered_copies(vectors, n, np.random.default_rng(3))
     ids = [f"{i}~{k}" for k in range(copies) for i in base["ids"]][:n]
     texts = (base["texts"] * copies)[:n]
     return {"name": "arguana", "ids": ids, "texts": texts, "vectors": np.ascontiguousarray(all_vectors),
@@ -190,10 +186,12 @@ def allocated_mb(r: Any) -> dict[str, float]:
     return out
 
 
-def build(name: str, c: dict[str, Any], emb: Any, metas: list[dict[str, Any]], adds: list[float]) -> Any:
+def build(name: str, c: dict[str, Any], emb: Any, metas: list[dict[str, Any]], adds: list[float],
+          path: Path | None = None) -> Any:
     """The stack as a user builds it: from_texts on the first 100k, add_texts for each further 100k (``adds``
-    receives each call's seconds: the call that crosses the graph threshold carries the graph's build)."""
-    kwargs = stack_kwargs(name, emb)
+    receives each call's seconds: the call that crosses the graph threshold carries the graph's build); ``path``:
+    a persistent index directory (``from_texts(..., path=path)``), else in memory."""
+    kwargs = stack_kwargs(name, emb) | ({"path": path} if path is not None else {})
     texts, ids = c["texts"], c["ids"]
     t0 = time.perf_counter()
     r = EnsembleRRFRetriever.from_texts(texts[:CHUNK], emb, metadatas=metas[:CHUNK], ids=ids[:CHUNK], **kwargs)
@@ -351,7 +349,7 @@ def plot(curve: dict[str, Any], out: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib not installed: no plot"
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.6))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 5.6))
     # One colour per stack (both FTS5 variants are one line), dashed for ArguAna: the same in every panel.
     stacks = sorted({"fts5" if s.startswith("fts5") else s for ps in curve["points"].values() for p in ps
                      for s in p["stacks"]})
@@ -383,12 +381,41 @@ def plot(curve: dict[str, Any], out: Path) -> str:
     axes[0].axhline(5, color="grey", lw=0.8)
     axes[0].axhline(20, color="grey", lw=0.8)
     axes[1].axhline(5, color="grey", lw=0.8)
+    recall_panel(axes[3])
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("rrf-retriever on one machine (2 shared cores; loads in scale_curve.json)", fontsize=11)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(out, dpi=110)
     return str(out.relative_to(RESULTS.parent))
+
+
+def recall_panel(ax: Any) -> None:
+    """Filtered recall@10 vs selectivity per size, from ``bench_filtered_recall``'s JSONs (the dense store): the
+    default path (solid) and Qdrant's own plan (``graph``, dotted), the worse of the ``clus`` and ``rand`` scopes."""
+    files = sorted(RESULTS.glob("filtered_recall_*_[0-9]*0.json"), key=lambda f: (f.stem.split("_")[2], int(
+        f.stem.split("_")[3])))
+    for i, f in enumerate(files):
+        got = json.loads(f.read_text())
+        label = f"{got['vectors']} {got['docs'] // 1000}k"
+        for path, style in (("default", "-"), ("graph", ":")):
+            xs, ys = [], []
+            for p in got["selectivities"]:
+                t = f"{p * 100:g}".replace(".", "_")
+                cells = [got["results"].get(f"{kind}_{t}", {}).get(path) for kind in ("clus", "rand")]
+                if all(cells):
+                    xs.append(p * 100)
+                    ys.append(min(c["recall_mean"] for c in cells))
+            if xs:
+                ax.plot(xs, ys, style, marker="o" if path == "default" else ".", color=f"C{i}",
+                        label=f"{label} {path}" if path == "default" else f"{label} Qdrant's plan")
+    ax.set_xscale("log")
+    ax.set_ylim(0.5, 1.02)
+    ax.set_xlabel("% of documents in the filter's scope")
+    ax.set_title("filtered recall@10 of the dense leg, worse of clus / rand\n(solid: default; dotted: Qdrant's plan)",
+                 fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left")
 
 
 def main() -> None:
