@@ -427,7 +427,7 @@ def normalize_scope(
     Raises:
         InvalidFilterError: a malformed filter.
         InvalidTypeError: ``exclude_ids`` is not a list of ids; a :class:`Scope` built by hand of other parts than
-            a parsed filter (or None) and a frozenset (a check of their types, not a second parse).
+            a parsed filter (or None) and a frozenset of string ids (a check of their types, not a second parse).
         InvalidArgumentError: ``exclude_ids`` beside a :class:`Scope` (it holds its own).
 
     Example:
@@ -439,9 +439,11 @@ def normalize_scope(
             msg = "exclude_ids cannot be given beside a Scope: it holds its own"
             raise InvalidArgumentError(msg)
         parsed, excluded = filter
-        if not (parsed is None or isinstance(parsed, _NODES)) or not isinstance(excluded, frozenset):
-            msg = (f"a Scope holds a parsed filter (or None) and a frozenset of ids, not {type(parsed).__name__} and "
-                   f"{type(excluded).__name__}: make one with normalize_scope(filter, exclude_ids)")
+        if (not (parsed is None or isinstance(parsed, _NODES)) or not isinstance(excluded, frozenset)
+                or not all(isinstance(i, str) for i in excluded)):  # an int id would exclude nothing, silently
+            msg = (f"a Scope holds a parsed filter (or None) and a frozenset of string ids, not "
+                   f"{type(parsed).__name__} and {type(excluded).__name__}: make one with normalize_scope(filter, "
+                   f"exclude_ids)")
             raise InvalidTypeError(msg)
         return filter
     return Scope(normalize_filter(filter), normalize_exclude_ids(exclude_ids))

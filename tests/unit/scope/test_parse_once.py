@@ -64,6 +64,7 @@ def test_a_scope_passes_a_store_door_unchecked_and_refuses_a_second_exclude_list
     Scope("session_id = 1", frozenset()),
     Scope(None, ["d1"]),  # a list, not a frozenset
     Scope(None, "d1"),
+    Scope(None, frozenset({1})),  # an int id: "1" would never be excluded, with no error
 ])
 def test_a_hand_built_scope_of_wrong_parts_is_our_error_and_nothing_is_lost(scope: Scope) -> None:
     from rrf_retriever.errors import InvalidTypeError
