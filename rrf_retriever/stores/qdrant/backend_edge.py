@@ -49,6 +49,7 @@ from rrf_retriever.stores.qdrant.edge_index import (
     dense_params,
     full_scan_kb,
     index_config,
+    recorded_scan_kb,
     same_kind,
     scan_points,
 )
@@ -164,8 +165,7 @@ class EdgeBackend(Backend):
                 raise InvalidArgumentError(msg)
             self.index = kind
             self.windows = WindowSettings.from_saved(meta["windows"]) if "windows" in meta else None
-            saved_kb = meta.get("full_scan_kb")
-            self._full_scan_kb = saved_kb if isinstance(saved_kb, int) and not isinstance(saved_kb, bool) else None
+            self._full_scan_kb = recorded_scan_kb(meta.get("full_scan_kb"), dimension)
         shard_dir = self.path / SHARD_DIR
         try:
             self._shard = self.qe.EdgeShard.load(str(shard_dir))

@@ -57,6 +57,7 @@ __all__ = [
     "has_graph",
     "index_config",
     "quantization_params",
+    "recorded_scan_kb",
     "same_kind",
     "scan_points",
     "scope_size",
@@ -145,6 +146,25 @@ def full_scan_kb(kind: str | None, dimension: int | None, points: int | None = N
         return FULL_SCAN_KB
     reach = SCAN_POINTS if points is None else min(SCAN_POINTS, int(GRAPH_TRUST * points))
     return max(1, -(-reach * 4 * dimension // 1024))
+
+
+def recorded_scan_kb(value: object, dimension: int | None) -> int | None:
+    """A meta file's ``full_scan_kb`` read back: None when absent (a graph grown before it was recorded); 0 (no
+    scan reach: every scope the exact path or the graph's) for anything :func:`full_scan_kb` cannot have written
+    for ``dimension``, so a damaged or edited file never sends a scope to a graph walk it believes is a scan.
+
+    Example:
+        >>> recorded_scan_kb(145500, 384), recorded_scan_kb(None, 384)
+        (145500, None)
+        >>> [recorded_scan_kb(v, 384) for v in ("145500", True, -1, 10**9, 1.5)]
+        [0, 0, 0, 0, 0]
+    """
+    if value is None:
+        return None
+    ceiling = full_scan_kb(GRAPH_KIND, dimension) if dimension else FULL_SCAN_KB
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= max(ceiling, FULL_SCAN_KB):
+        return 0
+    return value
 
 
 def scan_points(kind: str | None, dimension: int | None, saved_kb: int | None, windows: bool) -> int | None:

@@ -163,3 +163,26 @@ def test_the_scan_reach_is_what_qdrant_converts_the_threshold_to() -> None:
     assert scan_points(GRAPH_KIND, 384, 145_500, True) is None  # windows: Qdrant's per-point size is not known
     assert scan_points("int8", 384, 145_500, False) is None  # no graph: every search scans already
     assert scan_points(None, 384, None, False) is None  # Qdrant's default HNSW, no int8 copy: exact as before
+
+
+@pytest.mark.parametrize("damaged", ["145500", True, -1, 0, 10**9, 1.5, [1]])
+def test_a_damaged_recorded_scan_reach_turns_the_scan_off_and_answers_stay_exact(tmp_path: Path, damaged: object) -> None:
+    """The meta file's ``full_scan_kb`` is read back only as a value the store could have written: anything else
+    opens the shard with no scan reach (exact below 97%), never a scan the shard's Qdrant config does not make."""
+    centers = np.random.default_rng(4).normal(size=(20, 32)).astype(np.float32)
+    vectors, labels = _clustered(2000, 5, centers)
+    queries, _ = _clustered(10, 6, centers)
+    mask = labels < 7
+    path = tmp_path / "d"
+    with QdrantEdgeDenseStore(HashingEmbedding(dim=32), path=path, index=GRAPH_KIND, index_keys=["t"]) as store:
+        store.add([f"d{i}" for i in range(len(vectors))], [""] * len(vectors),
+                  [{"t": "in" if m else "out"} for m in mask], vectors)
+        store.optimize()
+    meta_file = path / "rrf_store.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    assert meta["full_scan_kb"] == full_scan_kb(GRAPH_KIND, 32)  # what the store wrote
+    meta["full_scan_kb"] = damaged
+    meta_file.write_text(json.dumps(meta), encoding="utf-8")
+    with QdrantEdgeDenseStore(HashingEmbedding(dim=32), path=path) as store:
+        assert store.count() == len(vectors)
+        assert all(r == 1.0 for r in _recalls(store, vectors, mask, "t", queries))
