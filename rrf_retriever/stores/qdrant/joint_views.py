@@ -40,6 +40,11 @@ class _JointView(StoreBase):
         """Every stored id the filter matches, sorted (``delete_where``, LlamaIndex ``delete_ref_doc``)."""
         return self.store.ids_matching(filter, limit)
 
+    def some_ids(self, limit: int) -> list[str]:
+        """Up to ``limit`` stored ids without listing the rest (:class:`~rrf_retriever.stores.base.SomeIds`: the
+        engine's cosine background samples them)."""
+        return self.store.some_ids(limit)
+
     def search_request(self, request: SearchRequest) -> list[Hit]:
         """The typed entry (:class:`~rrf_retriever.stores.base.RequestSearch`): the request's ``kind`` names the leg."""
         return self.store.search_request(request)

@@ -21,7 +21,7 @@ from rrf_retriever import EnsembleRRFRetriever
 from rrf_retriever.embeddings import HashingEmbedding
 from rrf_retriever.engine import HybridEngine
 from rrf_retriever.errors import DimensionMismatchError, InvalidArgumentError, StoreError
-from rrf_retriever.stores.base import DenseStore, KeywordStore, SearchRequest
+from rrf_retriever.stores.base import DenseStore, KeywordStore, SearchRequest, SomeIds
 from rrf_retriever.stores.fts5.store import FTS5KeywordStore
 from rrf_retriever.stores.qdrant import (
     QdrantDenseStore,
@@ -107,6 +107,13 @@ def test_both_views_list_ids_by_filter_and_delete_where_empties_both_legs(store:
     assert engine.delete_where({"n": {"$in": [0, 2]}}) == 2
     dense, keyword = _both_legs(store)
     assert not {"a", "c"} & (dense | keyword) and store.count() == 2
+
+
+def test_both_views_give_some_ids_as_the_store_does(store: Any) -> None:
+    """The cosine background samples the joint store's ids through its dense view's ``some_ids`` (no listing)."""
+    assert isinstance(store.dense, SomeIds) and isinstance(store.keyword, SomeIds)
+    assert store.dense.some_ids(3) == store.keyword.some_ids(3) == store.some_ids(3)
+    assert sorted(store.dense.some_ids(100)) == sorted(TEXTS)
 
 
 def test_a_vector_of_the_wrong_dimension_writes_neither_leg(store: Any) -> None:
