@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -44,9 +45,11 @@ from dataclasses import dataclass
 
 from rrf_retriever.engine.weak_legs import WEAK_FACTOR
 
-__all__ = ["BUDGET", "EPS", "MIN_CHARS", "MIN_PSEUDO", "MIN_RATIO", "SAMPLE", "SPAN_WORDS", "TOP_N", "LegStrength",
-           "PseudoQuery", "leg_strength", "pseudo_queries", "reciprocal_rank", "sentences", "strength_weights",
-           "within_budget"]
+__all__ = [
+    "BM25_B", "BM25_K1", "BUDGET", "EPS", "MIN_CHARS", "MIN_PSEUDO", "MIN_RATIO", "SAMPLE", "SPAN_WORDS",
+    "TOP_N", "LegStrength", "PseudoQuery", "bm25_rankings", "bm25_scores", "leg_strength", "pseudo_queries",
+    "reciprocal_rank", "sentences", "strength_reasons", "strength_weights", "within_budget",
+]
 
 #: Pseudo-queries drawn at most (the estimate's cost is about this many documents embedded twice).
 SAMPLE = 200
@@ -63,6 +66,9 @@ BUDGET = 0.10
 TOP_N = 10
 #: Added to both MRRs of a ratio: a corpus where no leg finds anything is not a reason to weight one down.
 EPS = 0.01
+#: BM25's parameters in :func:`bm25_rankings` (the keyword leg's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
 #: A leg whose pseudo MRR is below this share of the strongest leg's is weighted down. Chosen
 #: leave-one-collection-out (benchmarks/quality/bench_leg_strength.py, 15 collections): the largest threshold that
 #: loses nothing on any collection, declared or undeclared embedder (0.35 fires on scifact-long4-first, 0.345).
@@ -232,6 +238,21 @@ def within_budget(costs: Sequence[float], corpus_cost: float, share: float = BUD
     return min(len(costs), max(MIN_PSEUDO, fit))
 
 
+def strength_reasons(strength: LegStrength) -> dict[str, str]:
+    """``{leg: reason}`` for each leg the measured strength weights down (module doc's rule): pure.
+
+    Example:
+        >>> strength_reasons(LegStrength(200, {"dense": 0.02, "keyword": 0.7}, {}))["dense"]
+        'it found 4% as much as the strongest leg on 200 pseudo-queries from the corpus'
+        >>> strength_reasons(LegStrength(10, {"dense": 0.02, "keyword": 0.7}, {}))
+        {}
+    """
+    if strength.n < MIN_PSEUDO:
+        return {}
+    return {leg: f"it found {ratio:.0%} as much as the strongest leg on {strength.n} pseudo-queries from the corpus"
+            for leg, ratio in strength.ratios().items() if ratio < MIN_RATIO}
+
+
 def strength_weights(strength: LegStrength, weights: Mapping[str, float], factor: float = WEAK_FACTOR
                      ) -> tuple[dict[str, float], dict[str, str]]:
     """The weights the measured strength implies (module doc's formula): pure, inputs never mutated.
@@ -260,12 +281,66 @@ def strength_weights(strength: LegStrength, weights: Mapping[str, float], factor
         msg = f"factor must be in [0, 1], got {factor}"
         raise ValueError(msg)
     out = dict(weights)
-    if strength.n < MIN_PSEUDO:
-        return out, {}
     notes: dict[str, str] = {}
-    for leg, ratio in strength.ratios().items():
-        if leg in out and ratio < MIN_RATIO:
+    for leg, reason in strength_reasons(strength).items():
+        if leg in out:
             out[leg] = weights[leg] * factor
-            notes[leg] = (f"weighted down (x{factor:g}): it found {ratio:.0%} as much as the strongest leg "
-                          f"on {strength.n} pseudo-queries from the corpus")
+            notes[leg] = f"weighted down (x{factor:g}): {reason}"
     return out, notes
+
+
+def bm25_scores(docs: Sequence[Sequence[str]], queries: Sequence[Sequence[str]], k1: float = BM25_K1,
+                b: float = BM25_B) -> list[dict[int, float]]:
+    """Each query's Okapi BM25 score (Robertson et al., TREC-3, 1994) of every document holding one of its terms:
+    pure.
+
+    ``score(q, d) = sum over the distinct terms t of q of idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b
+    + b * |d| / avgdl))`` with ``idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))`` (Lucene's, never negative):
+    bm25s' ``method="lucene"`` scores times ``k1 + 1``, so the same ranking.
+
+    Args:
+        docs: Each document's analyzed terms.
+        queries: Each query's analyzed terms.
+        k1, b: BM25's term-frequency saturation and length normalization.
+
+    Returns:
+        One ``{document index: score}`` per query (documents without a query term left out).
+
+    Example:
+        >>> [{i: round(v, 4) for i, v in s.items()} for s in bm25_scores([["cat", "purr"], ["dog"], ["cat"]],
+        ...                                                              [["cat"]])]
+        [{0: 0.3902, 2: 0.5235}]
+    """
+    n = len(docs)
+    lengths = [len(d) for d in docs]
+    avgdl = (sum(lengths) / n) if n else 0.0
+    postings: dict[str, dict[int, int]] = {}
+    for i, terms in enumerate(docs):
+        for t in terms:
+            row = postings.setdefault(t, {})
+            row[i] = row.get(i, 0) + 1
+    norm = [k1 * (1.0 - b + b * (length / avgdl if avgdl else 0.0)) for length in lengths]
+    out: list[dict[int, float]] = []
+    for terms in queries:
+        scores: dict[int, float] = {}
+        for t in dict.fromkeys(terms):
+            posting = postings.get(t)
+            if not posting:
+                continue
+            idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for i, tf in posting.items():
+                scores[i] = scores.get(i, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm[i])
+        out.append(scores)
+    return out
+
+
+def bm25_rankings(docs: Sequence[Sequence[str]], queries: Sequence[Sequence[str]], depth: int = TOP_N,
+                  k1: float = BM25_K1, b: float = BM25_B) -> list[list[int]]:
+    """Each query's top ``depth`` documents by :func:`bm25_scores` (ties: the lower document index first; a query
+    without a term of the corpus: none): pure.
+
+    Example:
+        >>> bm25_rankings([["cat", "purr"], ["dog", "bark", "bark"], ["cat"]], [["cat", "purr"], ["bark"], ["x"]])
+        [[0, 2], [1], []]
+    """
+    return [sorted(s, key=lambda i: (-s[i], i))[:depth] for s in bm25_scores(docs, queries, k1, b)]

@@ -17,6 +17,8 @@ from rrf_retriever.engine.leg_strength import (
     SPAN_WORDS,
     TOP_N,
     LegStrength,
+    bm25_rankings,
+    bm25_scores,
     leg_strength,
     pseudo_queries,
     reciprocal_rank,
@@ -228,3 +230,34 @@ def test_pseudo_queries_measure_a_real_keyword_leg_against_a_blind_one() -> None
     assert s.success["keyword"] > 0.9 and s.mrr["dense"] == 0.0
     w, notes = strength_weights(s, WEIGHTS)
     assert w == {"dense": WEAK_FACTOR, "keyword": 1.25} and set(notes) == {"dense"}
+
+
+# ---- BM25 over the sub-corpus ------------------------------------------------------------------------------
+
+
+terms = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(terms, min_size=1, max_size=12), query=st.lists(st.sampled_from(["a", "b", "c", "z"]),
+                                                                     min_size=1, max_size=4))
+def test_bm25_scores_are_bm25s_lucene_scores_times_k1_plus_1(docs: list[list[str]], query: list[str]) -> None:
+    import bm25s
+
+    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    reference.index([d or ["-empty-"] for d in docs], show_progress=False)  # bm25s needs a token per document
+    assume_same = all(docs)  # an empty document: bm25s counts the placeholder in the length
+    ours = bm25_scores(docs, [query])[0]
+    if assume_same:
+        expected = reference.get_scores(list(dict.fromkeys(query)))
+        for i in range(len(docs)):
+            # bm25s' lucene variant drops the constant (k1 + 1) factor (as Lucene 8 does): the same ranking
+            assert ours.get(i, 0.0) / 2.2 == pytest.approx(float(expected[i]), rel=1e-5, abs=1e-6)
+    assert set(ours) == {i for i, d in enumerate(docs) if set(d) & set(query)}
+
+
+def test_bm25_rankings_order_by_score_then_index_and_stop_at_the_depth() -> None:
+    docs = [["x"], ["x", "y"], ["x"], ["y", "y"]]
+    assert bm25_rankings(docs, [["x"]], depth=2) == [[0, 2]]
+    assert bm25_rankings(docs, [["y"], ["q"], []]) == [[3, 1], [], []]
+    assert bm25_rankings([], [["x"]]) == [[]]
