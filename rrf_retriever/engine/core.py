@@ -1,24 +1,25 @@
 """The framework-neutral hybrid engine: legs, settings, concurrency, fusion, result stages, writes.
 
 No LangChain, no LlamaIndex, no SQL, no Qdrant models here: the engine talks to stores through the protocols of
-:mod:`rrf_retriever.stores.base` (wrapped as :mod:`~rrf_retriever.engine.legs`). It imports in milliseconds.
+:mod:`rrf_retriever.stores.base` (wrapped as :mod:`~rrf_retriever.engine.legs`).
 
 Flow of one query:
 
-1. Take the call's options (:class:`~rrf_retriever.engine.options.SearchOptions`, validated once when built) and
-   the settings snapshot (immutable; ``update_settings`` swaps it atomically, no lock on the query path).
+1. Take the call's options (:class:`~rrf_retriever.engine.options.SearchOptions`, validated once when built) and the
+   settings snapshot (immutable; ``update_settings`` swaps it atomically, no lock on the query path).
 2. Plan the legs (:func:`~rrf_retriever.engine.query.prepare`): a leg whose weight is 0 is not called at all (the
    zero-weight guard); a keyword leg whose query has no surviving term sits out.
-3. Run them (:mod:`~rrf_retriever.engine.run`): the non-dense legs start, the query is embedded ONCE per model
-   (only if a dense leg is active), the dense legs start; threads in :meth:`HybridEngine.search`, asyncio in
-   :meth:`HybridEngine.asearch`. Each leg asks its store for ``fetch_k`` hits (default ``max(2 * top_k, 40)``) with the
-   filter and the exclusions applied inside the store, before its top-k.
-4. Finish (:func:`~rrf_retriever.engine.query.finish`, shared by both): a failed embedding empties the dense
-   legs; a leg that raises or passes ``leg_timeout`` is dropped (``on_error="degrade"``) or re-raised
-   (``"raise"``); only when every active leg failed does the query fail. Fuse, then run the result stages in
-   their declared order (:data:`~rrf_retriever.engine.stages.STAGES`).
+3. Run them (:mod:`~rrf_retriever.engine.run`): the non-dense legs start, the query is embedded ONCE per model (only
+   if a dense leg is active), the dense legs start; threads in :meth:`HybridEngine.search`, asyncio in
+   :meth:`HybridEngine.asearch`. Each leg asks its store for ``fetch_k`` hits (default ``max(2 * top_k, 40)``) with
+   the filter and the exclusions applied inside the store, before its top-k.
+4. Finish (:func:`~rrf_retriever.engine.query.finish`, shared by both): a failed embedding empties the dense legs; a
+   leg that raises or passes ``leg_timeout`` is dropped (``on_error="degrade"``) or re-raised (``"raise"``); only
+   when every active leg failed does the query fail. Fuse, then run the result stages in their declared order
+   (:data:`~rrf_retriever.engine.stages.STAGES`).
 
-Writes go through the :class:`~rrf_retriever.engine.writes.WriteUnit`: all writable legs or none.
+Writes go through the :class:`~rrf_retriever.engine.writes.WriteUnit`: all writable legs or none. A write that
+builds or doubles the corpus measures the legs on it (:mod:`~rrf_retriever.engine.leg_probe`).
 
 Example:
     >>> from rrf_retriever.stores.fts5.store import FTS5KeywordStore
@@ -43,6 +44,7 @@ from typing import Any
 from rrf_retriever.engine.background import BackgroundCache
 from rrf_retriever.engine.handle import SharedHandle
 from rrf_retriever.engine.journal import Journal, open_journal
+from rrf_retriever.engine.leg_probe import LegProbe
 from rrf_retriever.engine.legs import Leg, StoreLeg, Vectors, as_leg
 from rrf_retriever.engine.options import SearchOptions, as_options
 from rrf_retriever.engine.paths import main_dense_leg
@@ -136,21 +138,19 @@ class HybridEngine(SharedHandle):
             fusion=fusion,
             expand_limit=expand_limit,
         )
-        expanding = expand is not None or links_key is not None  # its limit: the expand_limit setting
-        self._expansion = NeighbourExpansion(expand, links_key) if expanding else None
+        self._expansion = None if expand is None and links_key is None else NeighbourExpansion(expand, links_key)
         if not isinstance(head_start, HeadStart):
             msg = f"head_start must be a HeadStart, not {type(head_start).__name__}"
             raise InvalidTypeError(msg)
         self._head_start = head_start
         self._settings_lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        self._closed = False
-        # The process that opened the stores: a forked child shares their SQLite connections, Qdrant handles and
-        # locks with the parent, and using them there hangs or splits the stores.
+        self._pool_lock, self._closed = threading.Lock(), False
+        # the opener: a forked child shares its SQLite connections, Qdrant handles, locks (using them there hangs)
         self._pid = os.getpid()
         self._writes = WriteUnit(self._legs, open_journal(journal), links_key=links_key or "links")
         self._background = BackgroundCache(self._legs, lambda: self._writes.changes)
+        self._probe = LegProbe(self._legs, self._lookup)
         if self._writes.journal is not None:
             self.recover()
 
@@ -168,15 +168,18 @@ class HybridEngine(SharedHandle):
 
     def _check_open(self) -> None:
         if os.getpid() != self._pid:
-            msg = (
-                f"this engine was opened in process {self._pid} and cannot be used in process {os.getpid()}, forked "
-                "from it: its SQLite connections, Qdrant handles and locks belong to the parent. Open the index in "
-                "the child instead (gunicorn: no --preload, or open it in a post_fork hook)"
-            )
+            msg = (f"this engine was opened in process {self._pid} and cannot be used in process {os.getpid()}, "
+                   "forked from it: its SQLite connections, Qdrant handles and locks belong to the parent. Open the "
+                   "index in the child instead (gunicorn: no --preload, or open it in a post_fork hook)")
             raise EngineClosedError(msg)
         if self._closed:
             msg = "this engine is closed; open the index again to use it"
             raise EngineClosedError(msg)
+
+    @property
+    def leg_probe(self) -> LegProbe:
+        """The legs measured on this corpus (:mod:`~.leg_probe`): ``measured``, ``explain``."""
+        return self._probe
 
     @property
     def closed(self) -> bool:
@@ -249,11 +252,10 @@ class HybridEngine(SharedHandle):
         expansion, lookup = self._expansion, self._lookup
         expand = None if expansion is None else (
             lambda hits, q: expansion.neighbours(hits, q.top_k, q.flt, q.excl, lookup, q.options.expand_limit))
-        return finish(q, outcomes, embedded, expand, lookup, self._vectors, self._background)
+        return finish(q, outcomes, embedded, expand, lookup, self._vectors, self._background, self._probe.reasons())
 
     def _vectors(self, ids: list[str]) -> Mapping[str, Sequence[float]]:
-        """Stored dense vectors by id, for the diversity stage: from the dense store of :func:`main_dense_leg`
-        when it implements :class:`~rrf_retriever.stores.base.VectorSource`, else none."""
+        """Stored dense vectors by id (diversity): the :func:`main_dense_leg` store's, if a ``VectorSource``."""
         try:
             leg = self._legs[main_dense_leg(self._legs)]
         except InvalidArgumentError:
@@ -362,7 +364,10 @@ class HybridEngine(SharedHandle):
         """
         with self._writes.lock:
             self._check_open()
-            return self._writes.add(ids, texts, metadatas, vectors, chunk_size)
+            written = self._writes.add(ids, texts, metadatas, vectors, chunk_size)
+        if self._settings.weak_legs:  # built, or doubled since the legs were measured: measured (again)
+            self._probe.after_write(len(written), lambda: min(self.count().values(), default=0))
+        return written
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete ids from every store; if one store fails the others get the documents back."""

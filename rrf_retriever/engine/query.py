@@ -216,6 +216,7 @@ def finish(
     lookup: Callable[[list[str]], list[Record]] | None = None,
     vectors: Vectors | None = None,
     background: BackgroundCache | None = None,
+    measured: Mapping[str, str] | None = None,
 ) -> SearchResult:
     """Collect the leg outcomes (degrade or raise), fuse, run the result stages, and build the trace.
 
@@ -274,7 +275,7 @@ def finish(
     t0 = time.perf_counter()
     used = {name: q.weights[name] for name in ranked}
     if q.settings.weak_legs and q.options.weights is None and len(ranked) > 1:
-        used, traces = _weak_legs(q, ranked, used, traces, run)
+        used, traces = _weak_legs(q, ranked, used, traces, run, measured)
     depth = stages.pool_depth(run, stages.STAGES)
     # the settings validated the method and rrf_k, the options the weights: fused without a second check
     hits = fuse_validated(q.settings.fusion, ranked, used, q.settings.rrf_k, depth) if ranked else []
@@ -313,11 +314,11 @@ def _level(q: Query, ranked: Mapping[str, list[Hit]], background: BackgroundCach
 
 
 def _weak_legs(q: Query, ranked: Mapping[str, list[Hit]], used: dict[str, float], traces: list[LegTrace],
-               run: StageRun) -> tuple[dict[str, float], list[LegTrace]]:
+               run: StageRun, measured: Mapping[str, str] | None) -> tuple[dict[str, float], list[LegTrace]]:
     """The weak-leg rule (:mod:`~rrf_retriever.engine.weak_legs`) over the legs that answered: the weights to fuse
     with, and the traces saying what it did (the leg's weight and note; ``stage_counts["weak_legs"]``). The query's
     weights become the ones used (the trace's and the normalized score's)."""
-    decision = weak_leg_weights(ranked, used, leg_views([(n, leg) for n, leg in q.active if n in ranked]))
+    decision = weak_leg_weights(ranked, used, leg_views([(n, leg) for n, leg in q.active if n in ranked]), measured)
     if not decision.notes:
         return used, traces
     q.weights = {**q.weights, **decision.weights}

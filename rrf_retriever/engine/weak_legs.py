@@ -12,6 +12,10 @@ them) when one of these holds:
 * ``long documents``: a dense leg whose embedder declares how many tokens it reads (``MiniLMEmbedding``: 256) and
   the documents the legs ranked highest are much longer: the median share of them the model reads (tokens
   estimated as 4/3 per word) is below :data:`MIN_COVERAGE`. It saw only their beginnings.
+* ``measured``: any leg, whatever its embedder declares, that the engine measured weak on this corpus when the
+  index was built or grew (:mod:`~rrf_retriever.engine.leg_probe`): its pseudo-queries found their documents far
+  less often than the strongest leg's did. This is what covers an embedder that declares nothing, and a weak keyword
+  leg beside a strong dense one.
 
 Not inputs (measured, benchmarks/RESULTS.md): a leg's flat scores (all top-10 scores equal: never on the five public
 collections; where it happens, templated texts, the keyword leg still says WHICH documents matched, and weighting it
@@ -137,6 +141,7 @@ def weak_leg_weights(
     ranked: Mapping[str, Sequence[Hit]],
     weights: Mapping[str, float],
     views: Mapping[str, LegView],
+    measured: Mapping[str, str] | None = None,
 ) -> WeakLegDecision:
     """The weak-leg rule (module doc) over one query's leg results: pure, inputs never mutated.
 
@@ -144,6 +149,9 @@ def weak_leg_weights(
         ranked: ``{leg: hits best first}`` of the legs that answered.
         weights: ``{leg: weight}`` for at least the legs of ``ranked``.
         views: ``{leg: LegView}``; a leg without one is judged by its scores alone.
+        measured: ``{leg: reason}`` for the legs measured weak on the corpus
+            (:func:`~rrf_retriever.engine.leg_strength.strength_reasons`): a reason like the declared ones (a leg
+            with both is weighted down once).
 
     Returns:
         The weights (every leg of ``weights``, each in [0, its weight]) and the notes.
@@ -159,7 +167,7 @@ def weak_leg_weights(
         return WeakLegDecision(out)
     reasons: dict[str, str] = {}
     for name in live:
-        reason = _reason(name, views.get(name) or LegView("retriever"), ranked, live)
+        reason = _reason(name, views.get(name) or LegView("retriever"), ranked, live) or (measured or {}).get(name)
         if reason is not None:
             reasons[name] = reason
     if not reasons:

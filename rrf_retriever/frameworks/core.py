@@ -24,7 +24,6 @@ from rrf_retriever.engine.options import OPTION_ALIASES, OPTION_NAMES, SearchOpt
 from rrf_retriever.engine.rerank import check_reranker
 from rrf_retriever.errors import InvalidTypeError
 from rrf_retriever.frameworks.building import (
-    corpus_language,
     detected_analyzer,
     documents_analyzer,
     engine_from_sources,
@@ -32,6 +31,7 @@ from rrf_retriever.frameworks.building import (
     stores_from_arguments,
 )
 from rrf_retriever.frameworks.hints import resolve_embedding, unknown_arguments_error
+from rrf_retriever.frameworks.introspection import Introspection
 from rrf_retriever.frameworks.reopen import check_index_exists, open_once, remember_open
 from rrf_retriever.frameworks.results import check_id_key, content_ids, document_list, texts_and_ids
 from rrf_retriever.frameworks.sides import FrameworkSide
@@ -60,7 +60,7 @@ def check_search_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(kwargs)
 
 
-class RetrieverCore:
+class RetrieverCore(Introspection):
     """The framework-neutral half of :class:`~rrf_retriever.retriever.EnsembleRRFRetriever` (see its docstring)."""
 
     #: The framework sides this class was composed of (set by each concrete class).
@@ -228,6 +228,8 @@ class RetrieverCore:
                 built.index.close()
             raise
         try:
+            if built.index is not None:  # the legs measured when it was built: not measured again until it doubles
+                retriever.engine.leg_probe.restore(built.index.manifest.get("leg_strength"))
             if texts:  # no ids: content_ids (re-runs upsert)
                 retriever.add_texts(texts, metadatas=metadatas, ids=ids, show_progress=show_progress)
             if built.index is not None:
@@ -342,17 +344,6 @@ class RetrieverCore:
         """Stored documents by id, in the order asked (missing ids are skipped); metadata as results show it
         (LlamaIndex's ``_node_content`` and copies of ``ref_doc_id`` hidden; ``engine.get`` gives it raw)."""
         return [replace(r, metadata=public_metadata(r.metadata, r.id)) for r in self.engine.get(ids)]
-
-    @property
-    def corpus_language(self) -> str | None:
-        """The language of the keyword store's analyzer (``"english"`` for the default), detected at index time
-        unless given; None without a keyword store of ours.
-
-        Example:
-            >>> EnsembleRRFRetriever.from_texts(["Der Hund ist nicht im Haus."], emb).corpus_language  # doctest: +SKIP
-            'german'
-        """
-        return corpus_language(self.engine)
 
     # ---- settings -----------------------------------------------------------------------------------
 

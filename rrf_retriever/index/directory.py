@@ -298,6 +298,7 @@ def _engine(stores: IndexStores, settings: dict[str, Any]) -> HybridEngine:
     except BaseException:
         stores.close()
         raise
+    engine.leg_probe.restore(stores.manifest.get("leg_strength"))
     if later:
         try:
             engine.update_settings(**later)

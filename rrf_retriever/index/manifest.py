@@ -329,6 +329,9 @@ def refresh_manifest(path: str | os.PathLike[str], engine: HybridEngine, **extra
             keys.update(k for k in declared if isinstance(k, str))
     if keys:
         new["index_keys"] = sorted(keys)
+    measured = engine.leg_probe.measured  # the legs measured on the corpus: kept, so a reopen measures no more
+    if measured is not None:
+        new["leg_strength"] = measured.as_dict()
     if new.get("analyzer") is None and hasattr(keyword, "analyzer"):
         with contextlib.suppress(Exception):
             new["analyzer"] = keyword.analyzer.config()

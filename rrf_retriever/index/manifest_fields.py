@@ -64,6 +64,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "qdrant_url": _text(optional=True),
     "settings": ("an object (the saved search settings) or null", _mapping),
     "language_detection": ("an object (what the corpus-language detection found) or null", _mapping),
+    "leg_strength": ("an object (the legs measured on the corpus) or null", _mapping),
     "index_keys": ("a list of strings (metadata keys)", lambda v: isinstance(v, list) and all(isinstance(k, str)
                                                                                            for k in v)),
 }
