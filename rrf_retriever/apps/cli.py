@@ -133,6 +133,9 @@ def index_command(
             removed = sync_folder(engine, found.folder_ids) if found.folder_ids is not None else 0
             extra = {} if detection is None else {"language_detection": detection.as_dict()}
             manifest = save_manifest(index_dir, engine, **extra)
+            if engine.leg_probe.measured is not None:  # how the legs are weighted on this corpus, and why
+                console.print(str(engine.leg_probe.explain(engine.settings.weights, engine.settings.weak_legs)),
+                              highlight=False, markup=False)
         except BaseException:
             # Interrupted (Ctrl-C, a bad document): the manifest still counts what the stores really hold.
             with suppress(Exception):

@@ -128,3 +128,21 @@ def test_index_keys_are_declared_up_front_and_kept_in_the_manifest(tmp_path: Pat
     code, out = run("index", corpus, "-d", tmp_path / "idx", "--index-key", "lang")  # another key is added
     assert code == 0, out
     assert read_manifest(tmp_path / "idx")["index_keys"] == ["lang", "session_id"]
+
+
+def test_index_measures_the_legs_says_how_they_are_weighted_and_search_uses_it(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs.jsonl"
+    rows = [{"id": f"d{i}", "text": " ".join(f"Sentence {j} names item{i} and part{i}x{j} of it." for j in range(3))}
+            for i in range(80)]
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out = run("index", corpus, "-d", tmp_path / "idx", "--embedder", EMB)
+    assert code == 0, out
+    assert "legs measured at 80 documents" in out and "keyword (keyword): weight 1.25" in out
+    saved = read_manifest(tmp_path / "idx")["leg_strength"]
+    assert saved["doc_count"] == 80 and saved["n"] >= 30 and set(saved["mrr"]) == {"dense", "keyword"}
+    result = runner.invoke(app, ["search", "item7 part7x1", "-d", str(tmp_path / "idx"), "--json"])
+    trace = json.loads(result.output)["trace"]
+    weights = {leg["name"]: leg["weight"] for leg in trace["legs"]}
+    expected_dense = 0.05 if "dense" in " ".join(
+        n for n, m in saved["mrr"].items() if (m + 0.01) / (max(saved["mrr"].values()) + 0.01) < 0.3) else 1.0
+    assert weights["dense"] == pytest.approx(expected_dense) and weights["keyword"] == pytest.approx(1.25)
