@@ -5,6 +5,7 @@ Usage:
     nice -n 5 .venv/bin/python benchmarks/quality/bench_leg_probe.py                 # every collection below
     nice -n 5 .venv/bin/python benchmarks/quality/bench_leg_probe.py --only med xquad-ar
     nice -n 5 .venv/bin/python benchmarks/quality/bench_leg_probe.py --real-build med cacm   # the cost, for real
+    .venv/bin/python benchmarks/quality/bench_leg_probe.py --analyze leg_probe.json      # the threshold, LOCO
 
 Each collection (``bench_weak_leg.py``'s: the public ones the loader knows, long documents, XQuAD, the hand-built
 multilingual sets) is built with ``EnsembleRRFRetriever.from_texts(texts, embedder, ids=ids)``, texts only, the
@@ -13,7 +14,8 @@ OpenAI, Cohere or Ollama model has); ``declared``: MiniLM's declarations (Englis
 measures the legs (``rrf_retriever.engine.leg_probe``); ``retriever.explain_weights()`` and
 ``retriever.engine.leg_probe.measured`` say what it found. Then every judged query through ``invoke(top_k=10)``:
 nDCG@10 with the rule (the shipped defaults) and, on the same index, with ``update_settings(weak_legs=False)``
-(no rule at all); for ``declared`` also the declared rule alone, as shipped before the measurement (the index
+(no rule at all), and with each leg's weight times 0.05 by hand (``dense_down``, ``keyword_down``: what the rule
+does when it fires, so that any threshold can be judged offline); for ``declared`` also the declared rule alone, as shipped before the measurement (the index
 built again, its measurement replaced by an empty one). Paired bootstrap 95% intervals over the queries.
 
 The estimate is compared with ``results/leg_strength.json`` (``bench_leg_strength.py``'s offline estimate over the
@@ -47,7 +49,8 @@ from benchmarks.common.embedders import TableEmbedding
 from benchmarks.common.paths import RESULTS
 from benchmarks.quality.bench_weak_leg import Data, bootstrap_ci, builders, md_table, ndcg10
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
-from rrf_retriever.engine.leg_strength import EPS
+from rrf_retriever.engine.leg_strength import EPS, MIN_PSEUDO
+from rrf_retriever.engine.weak_legs import WEAK_FACTOR
 
 DEFAULT_SET = ("scifact", "arguana", "med", "cacm", "npl", "nfcorpus", "time", "lisa", "adi", "cosqa",
                "med-long4", "med-long4-first", "scifact-long4", "scifact-long4-first",
@@ -82,9 +85,13 @@ def run(d: Data, embedder: TableEmbedding, with_rule_off: bool = True) -> dict[s
         if measured is not None and measured.strength is not None:
             out["ratios"] = measured.strength.ratios()
             out["fired"] = sorted(measured.reasons())
-        passes = [("rule", True)] + ([("off", False)] if with_rule_off else [])
-        for label, on in passes:
-            r.update_settings(weak_legs=on)
+        base = dict(r.settings.weights)
+        passes: list[tuple[str, bool, dict[str, float]]] = [("rule", True, base)]
+        if with_rule_off:  # no rule; each leg weighted down by hand (what the rule would do if it fired)
+            passes += [("off", False, base), ("dense_down", False, {**base, "dense": base["dense"] * WEAK_FACTOR}),
+                       ("keyword_down", False, {**base, "keyword": base["keyword"] * WEAK_FACTOR})]
+        for label, on, weights in passes:
+            r.update_settings(weak_legs=on, weights=weights)
             scores = []
             for qid, text in zip(d.query_ids, d.query_texts):
                 extra = {"exclude_ids": [qid]} if d.exclude_self else {}
@@ -132,12 +139,57 @@ def offline_ratios() -> Mapping[str, Any]:
             if isinstance(c, dict)}
 
 
+GRID = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+TOLERANCE = 0.005
+
+
+def outcome(entry: Mapping[str, Any], threshold: float) -> list[float]:
+    """The undeclared per-query nDCG@10 the rule would give at ``threshold`` (module doc: the weaker leg's ratio
+    to the strongest below it: that leg weighted down)."""
+    und = entry["undeclared"]
+    m = und.get("measured") or {}
+    mrr = m.get("mrr") or {}
+    if not mrr or (m.get("n") or 0) < MIN_PSEUDO:
+        return list(und["ndcg_off"])
+    best = max(mrr.values())
+    weak = [leg for leg, v in mrr.items() if (v + EPS) / (best + EPS) < threshold]
+    return list(und[f"ndcg_{weak[0]}_down"]) if weak else list(und["ndcg_off"])
+
+
+def loco(collections: Mapping[str, Any]) -> list[list[Any]]:
+    """The threshold chosen leave-one-collection-out (on the others: the best mean gain over no rule among the
+    thresholds that lose at most TOLERANCE on every one; a plateau of equal gains: its middle), every fold."""
+    names = [n for n, e in collections.items() if "ndcg_dense_down" in e["undeclared"]]
+    gain = {(t, n): float(np.mean(outcome(collections[n], t)) - np.mean(collections[n]["undeclared"]["ndcg_off"]))
+            for t in GRID for n in names}
+    rows = []
+    for left in names:
+        others = [n for n in names if n != left]
+        safe = [t for t in GRID if all(gain[t, n] >= -TOLERANCE for n in others)] or list(GRID)
+        top = max(np.mean([gain[t, n] for n in others]) for t in safe)
+        plateau = [t for t in safe if np.mean([gain[t, n] for n in others]) >= top - 1e-9]
+        pick = plateau[len(plateau) // 2]
+        off = collections[left]["undeclared"]["ndcg_off"]
+        got = outcome(collections[left], pick)
+        rows.append([left, pick, f"{np.mean(off):.4f}", f"{np.mean(got):.4f}", interval(got, off)])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", help="these collections only")
     parser.add_argument("--real-build", nargs="*", default=[], help="also build these with the real int8 MiniLM")
     parser.add_argument("--out", default="leg_probe.json")
+    parser.add_argument("--analyze", nargs="+", metavar="JSON", help="only the leave-one-collection-out choice of "
+                        "the threshold, from these results files (of this script)")
     args = parser.parse_args()
+    if args.analyze:
+        merged: dict[str, Any] = {}
+        for f in args.analyze:
+            merged.update(json.loads((RESULTS / f).read_text())["collections"])
+        print(md_table(["left out", "threshold picked", "undeclared: no rule", "undeclared: rule", "difference"],
+                       loco(merged)))
+        return
     known = builders()
     names = [n for n in (args.only or DEFAULT_SET) if n in known]
     skipped = [n for n in (args.only or DEFAULT_SET) if n not in known]
@@ -173,6 +225,9 @@ def main() -> None:
     print(md_table(["collection", "docs", "pseudo-queries", "dense / keyword: ratio (pseudo MRR@10), engine", "ratio, offline",
                     "weighted down", "undeclared: no rule", "undeclared: shipped", "difference [95% CI]",
                     "declared: before", "declared: shipped", "difference [95% CI]"], rows))
+    if any("ndcg_dense_down" in e["undeclared"] for e in results["collections"].values()):
+        print(md_table(["left out", "threshold picked", "undeclared: no rule", "undeclared: rule", "difference"],
+                       loco(results["collections"])))
     print(md_table(["collection", "docs", "sample docs", "pseudo-queries", "measurement s", "build s (cached vectors)"],
                    cost_rows))
     for name, rb in results.get("real_build", {}).items():
