@@ -75,12 +75,12 @@ def run_collection(name: str, values: tuple[int, ...]) -> dict[str, Any]:
         store = retriever.engine.legs["keyword"].store
         analyzer, default = store.analyzer, store.short_query_terms
         kind = type(store).__name__
-        runs = {"default": _ranked(retriever, c)}
+        runs: dict[int | str, dict[str, list[str]]] = {"default": _ranked(retriever, c)}
     for v in values:
         kw = QdrantEdgeKeywordStore(analyzer=analyzer, short_query_terms=v)
         with EnsembleRRFRetriever.from_texts(c.doc_texts, table, ids=c.doc_ids, keyword=kw) as retriever:
             runs[v] = _ranked(retriever, c)
-    per_query = {k: np.array([scorer.ndcg10(i, [pos[d] for d in run[q]]) for i, q in enumerate(c.query_ids)])
+    per_query: dict[int | str, np.ndarray] = {k: np.array([scorer.ndcg10(i, [pos[d] for d in run[q]]) for i, q in enumerate(c.query_ids)])
                  for k, run in runs.items()}
     for k, run in runs.items():  # the per-query scorer agrees with ranx
         ranx = evaluate({q: {d: float(len(r) - j) for j, d in enumerate(r)} for q, r in run.items()}, c.qrels,
@@ -114,8 +114,10 @@ def loco(results: dict[str, dict[str, Any]], values: tuple[int, ...]) -> dict[st
     for left in names:
         others = [n for n in names if n != left]
         ok = [v for v in values if all(gain[v][n] >= -TOLERANCE for n in others)]
-        pick = max(ok, key=lambda v, others=others: (round(statistics.fmean(gain[v][n] for n in others), 6),
-                                                      v == default))
+        def rank(v: int, others: list[str] = others) -> tuple[float, bool]:
+            return round(statistics.fmean(gain[v][n] for n in others), 6), v == default
+
+        pick = max(ok, key=rank)
         folds[left] = {"pick": pick, "mean_gain_on_others": round(statistics.fmean(gain[pick][n] for n in others), 4),
                        "admissible": ok, "left_out_gain": gain[pick][left],
                        "left_out_ci95": results[left]["values"][str(pick)]["ci95"]}
