@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: t
 
 import numpy as np
 
-from benchmarks.common.beir import cached_vectors
+from benchmarks.common.beir import MORE_COLLECTIONS, cached_vectors
 from benchmarks.common.embedders import TableEmbedding
 from benchmarks.common.paths import RESULTS
-from benchmarks.quality.bench_weak_leg import Data, bootstrap_ci, builders, md_table, ndcg10
+from benchmarks.quality.bench_weak_leg import Data, bootstrap_ci, builders, md_table, ndcg10, public
 from rrf_retriever import EnsembleRRFRetriever, MiniLMEmbedding
 from rrf_retriever.engine.leg_strength import EPS, MIN_PSEUDO
 from rrf_retriever.engine.weak_legs import WEAK_FACTOR
@@ -191,6 +191,8 @@ def main() -> None:
                        loco(merged)))
         return
     known = builders()
+    for more in MORE_COLLECTIONS:  # the judged collections the loader knows besides bench_weak_leg's five
+        known.setdefault(more, lambda more=more: public(more))
     names = [n for n in (args.only or DEFAULT_SET) if n in known]
     skipped = [n for n in (args.only or DEFAULT_SET) if n not in known]
     offline = offline_ratios()

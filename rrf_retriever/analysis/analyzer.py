@@ -305,8 +305,26 @@ class Analyzer:
         return [stem(t) for t in terms]
 
     def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
-        """:meth:`analyze` over many texts (for indexing)."""
-        return [self.analyze(t) for t in texts]
+        """:meth:`analyze` over many texts (for indexing); each distinct term stemmed once (the same result).
+
+        Example:
+            >>> Analyzer().analyze_many(["configuring the index", "configured"])
+            [['configur', 'index'], ['configur']]
+        """
+        stem = self._stemmer()
+        if stem is None:
+            return [self.terms(t) for t in texts]
+        stems: dict[str, str] = {}
+        out = []
+        for text in texts:
+            row = []
+            for term in self.terms(text):
+                stemmed = stems.get(term)
+                if stemmed is None:
+                    stemmed = stems[term] = stem(term)
+                row.append(stemmed)
+            out.append(row)
+        return out
 
 
 def as_analyzer(spec: Analyzer | str | None) -> Analyzer | None:

@@ -11,7 +11,8 @@ embedding work (:func:`~.leg_strength.within_budget`). Each source document's re
 both legs rank the sub-corpus exactly:
 
 * the dense leg: the cosine of the query's vector to every document's vector. The leg's own embedder embeds the
-  queries and the remainders, in one ``embed_documents`` call: a pseudo-query is a sentence of a passage;
+  queries and the remainders, in one ``embed_documents`` call, shortest first (batches of like lengths pad
+  little): a pseudo-query is a sentence of a passage;
 * the keyword leg: Okapi BM25 (:func:`~.leg_strength.bm25_rankings`) with the leg's own analyzer.
 
 The weak-leg rule then weights down, per query, a leg the measurement found weak
@@ -181,8 +182,11 @@ def measure_legs(legs: Mapping[str, Leg], doc_count: int, lookup: Callable[[list
                             f"{len(ids)} documents; {MIN_PSEUDO} needed")
     import numpy as np  # every dense store of ours needs it; lazily, as the stores import it
 
-    embedded = np.asarray(dense_leg.embedding.embed_documents([p.query for p in items]
-                                                              + [p.remainder for p in items]), dtype=np.float64)
+    asked = [p.query for p in items] + [p.remainder for p in items]
+    by_length = sorted(range(len(asked)), key=lambda i: len(asked[i]))  # batches of like lengths: little padding
+    vectors = dense_leg.embedding.embed_documents([asked[i] for i in by_length])
+    embedded = np.empty((len(asked), len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
+    embedded[by_length] = np.asarray(vectors, dtype=np.float64)
     matrix = np.asarray([stored[i] for i in ids], dtype=np.float64)
     doc_texts = [texts[i] for i in ids]
     for j, p in enumerate(items):  # the remainder in the source document's place

@@ -396,3 +396,11 @@ def test_a_long_query_keeps_its_first_terms_only() -> None:
     assert analyzer.query_terms(" ".join(words)) == words[:MAX_QUERY_TERMS]
     assert analyzer.analyze_query(" ".join(words)) == [analyzer.analyze(w)[0] for w in words[:MAX_QUERY_TERMS]]
     assert len(analyzer.terms(" ".join(words))) == 5_000  # the index side reads every term
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.text(alphabet="abcdeéingsß ÄÖ.,", max_size=40), max_size=8),
+       language=st.sampled_from([None, "german", "english", "french"]))
+def test_analyze_many_is_analyze_of_each_text(texts: list[str], language: str | None) -> None:
+    analyzer = Analyzer(language=language) if language else Analyzer()
+    assert analyzer.analyze_many(texts) == [analyzer.analyze(t) for t in texts]
