@@ -37,8 +37,9 @@ bootstrap 95% intervals (10,000 resamples, seed 0; ``benchmarks.common.collectio
 per row: ours >= the better leg - 0.005 and >= the best anchor - 0.005; over the ten: mean margin over the best
 anchor >= +0.01; SciFact >= 0.727 with MiniLM.
 
-Writes ``benchmarks/results/defaults_api_<embedder>.json``; prints the Markdown table. Rerun cost: with the vectors
-and anchors cached, only our retriever is built and queried (the run time is in the JSON, ``seconds``).
+Writes ``benchmarks/results/defaults_api_<embedder>.json`` (``--merge``: into it, keeping the rows not rerun; the
+commands and run times are in ``runs``); prints the Markdown table. Rerun cost: with the vectors and anchors cached,
+only our retriever is built and queried.
 """
 
 from __future__ import annotations
@@ -314,6 +315,8 @@ def main() -> None:
                         help="names, or 'public' (the loader's ten) / 'weak' (the weak-leg sets); default: both")
     parser.add_argument("--keyword", default=None, help="keyword store kind (default: from_texts's own)")
     parser.add_argument("--ranx-check", action="store_true", help="check each hybrid's mean nDCG@10 against ranx")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the output file's rows of the collections not run now (each run's command listed)")
     parser.add_argument("--out", default=None, help="file under benchmarks/results (default: defaults_api_<embedder>.json)")
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -325,15 +328,22 @@ def main() -> None:
         print(f"{name}: ours {r['ndcg@10']['ours']:.4f}, vs better leg {ci(r['vs_better_leg'])}, vs best anchor "
               f"{ci(r['vs_best_anchor'])} ({r['best_anchor']}), rule fired {r['weak_legs_fired']}/{r['queries']}, "
               f"build {r['build_s']}s, queries {r['query_s']}s, {time.perf_counter() - t0:.0f}s", flush=True)
+    seconds = round(time.perf_counter() - t0, 1)
+    out = RESULTS / (args.out or f"defaults_api_{args.embedder}.json")
+    runs = [{"command": " ".join(["benchmarks/quality/bench_defaults_api.py", *sys.argv[1:]]), "seconds": seconds,
+             "collections": list(results)}]
+    if args.merge and out.is_file():  # the rows of an earlier run that this one did not redo
+        before = json.loads(out.read_text())
+        runs = before["runs"] + runs
+        results = {**before["results"], **results}
+        order = list(chosen(None))
+        results = dict(sorted(results.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     md = table(results)
     totals = summary(results, args.embedder)
     print(md)
     print(json.dumps(totals, indent=1))
-    seconds = round(time.perf_counter() - t0, 1)
-    command = " ".join(["benchmarks/quality/bench_defaults_api.py", *sys.argv[1:]])
-    out = RESULTS / (args.out or f"defaults_api_{args.embedder}.json")
-    out.write_text(json.dumps({"embedder": args.embedder, "command": command, "top_k": TOP_K, "summary": totals,
-                               "seconds": seconds, "table": md, "results": results}, indent=1) + "\n")
+    out.write_text(json.dumps({"embedder": args.embedder, "top_k": TOP_K, "summary": totals, "runs": runs,
+                               "table": md, "results": results}, indent=1) + "\n")
     print(f"wrote {out} in {seconds}s")
 
 
