@@ -6,6 +6,7 @@ Usage:
     nice -n 5 .venv/bin/python benchmarks/quality/bench_defaults_api.py --embedder undeclared   # an embedder declaring nothing
     .venv/bin/python benchmarks/quality/bench_defaults_api.py --collections public   # the ten only (no weak-leg sets)
     .venv/bin/python benchmarks/quality/bench_defaults_api.py --keyword fts5 --out defaults_api_fts5.json   # a keyword leg
+    .venv/bin/python benchmarks/quality/bench_defaults_api.py --top-k-100   # also the hybrid at top_k=100 (R@100)
 
 What a new user does: ``EnsembleRRFRetriever.from_texts(texts, embedding, ids=ids)`` (texts only: title + text as
 one string, nothing in the metadata), then ``search(query, top_k=10)`` (what ``invoke`` runs; it also gives the
@@ -186,8 +187,10 @@ def compute_anchors(c: Collection) -> dict[str, dict[str, list[str]]]:
 # ------------------------------------------------------------------------------------------------------ ours (API)
 
 
-def api_runs(c: Collection, embedder: type[TableEmbedding], keyword: str | None) -> dict[str, Any]:
-    """The shipped hybrid and each leg alone through ``from_texts`` + ``search(top_k=10)``: ids per query."""
+def api_runs(c: Collection, embedder: type[TableEmbedding], keyword: str | None, deep: bool = False
+             ) -> dict[str, Any]:
+    """The shipped hybrid and each leg alone through ``from_texts`` + ``search(top_k=10)``: ids per query
+    (``deep``: the hybrid at ``top_k=100`` too, as ``"ours top_k=100"``)."""
     table = embedder(c.doc_texts, c.doc_vectors)
     table.add(c.query_texts, c.query_vectors)
     kwargs = {} if keyword is None else {"keyword": keyword}
@@ -199,15 +202,16 @@ def api_runs(c: Collection, embedder: type[TableEmbedding], keyword: str | None)
         out["corpus_language"] = retriever.corpus_language
         t0 = time.perf_counter()
         fired = 0
-        for system, weights in (("ours", None), *LEGS.items()):
+        plan = [("ours", None, TOP_K), *((s, w, TOP_K) for s, w in LEGS.items())]
+        for system, weights, top_k in plan + ([("ours top_k=100", None, 100)] if deep else []):
             run: dict[str, list[str]] = {}
             for qid, text in zip(c.query_ids, c.query_texts):
                 extra: dict[str, Any] = {"exclude_ids": [qid]} if c.exclude_self else {}
                 if weights is not None:
                     extra["weights"] = weights
-                result = retriever.search(text, top_k=TOP_K, **extra)
+                result = retriever.search(text, top_k=top_k, **extra)
                 run[qid] = result.ids
-                if weights is None:
+                if system == "ours":
                     fired += bool(result.trace.stage_counts.get("weak_legs"))
             out["runs"][system] = run
         out["query_s"] = round(time.perf_counter() - t0, 2)
@@ -251,15 +255,22 @@ def score(c: Collection, systems: dict[str, dict[str, list[str]]], ranx_check: b
             "query_ids": list(c.query_ids)}
 
 
-def run_one(c: Collection, embedder: type[TableEmbedding], keyword: str | None, ranx_check: bool = False
-            ) -> dict[str, Any]:
+def run_one(c: Collection, embedder: type[TableEmbedding], keyword: str | None, ranx_check: bool = False,
+            deep: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
     anchors = anchor_lists(c)
     anchor_s = time.perf_counter() - t0
-    api = api_runs(c, embedder, keyword)
+    api = api_runs(c, embedder, keyword, deep)
     systems = {**api.pop("runs"), **anchors}
-    return {"kind": kind(c), "documents": len(c.doc_ids), "queries": len(c.query_ids), **api,
-            "anchor_s": round(anchor_s, 1), **score(c, systems, ranx_check)}
+    out = {"kind": kind(c), "documents": len(c.doc_ids), "queries": len(c.query_ids), **api,
+           "anchor_s": round(anchor_s, 1)}
+    if deep:  # the issue's other protocol: the hybrid at top_k=100, nDCG@10 and R@100 of it
+        run = systems.pop("ours top_k=100")
+        recall = [len({d for d, g in c.qrels[q].items() if g > 0} & set(run[q]))
+                  / max(1, sum(g > 0 for g in c.qrels[q].values())) for q in c.query_ids]
+        out["top_k=100"] = {"ndcg@10": round(statistics.fmean(ndcg10(run[q], c.qrels[q]) for q in c.query_ids), 4),
+                            "recall@100": round(statistics.fmean(recall), 4)}
+    return {**out, **score(c, systems, ranx_check)}
 
 
 # ---------------------------------------------------------------------------------------------------------- tables
@@ -314,6 +325,7 @@ def main() -> None:
     parser.add_argument("--collections", nargs="+", default=None,
                         help="names, or 'public' (the loader's ten) / 'weak' (the weak-leg sets); default: both")
     parser.add_argument("--keyword", default=None, help="keyword store kind (default: from_texts's own)")
+    parser.add_argument("--top-k-100", action="store_true", help="the hybrid at top_k=100 too (nDCG@10, R@100)")
     parser.add_argument("--ranx-check", action="store_true", help="check each hybrid's mean nDCG@10 against ranx")
     parser.add_argument("--merge", action="store_true",
                         help="keep the output file's rows of the collections not run now (each run's command listed)")
@@ -323,7 +335,7 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     for name, build in chosen(args.collections).items():
         c = build()
-        results[name] = run_one(c, EMBEDDERS[args.embedder], args.keyword, args.ranx_check)
+        results[name] = run_one(c, EMBEDDERS[args.embedder], args.keyword, args.ranx_check, args.top_k_100)
         r = results[name]
         print(f"{name}: ours {r['ndcg@10']['ours']:.4f}, vs better leg {ci(r['vs_better_leg'])}, vs best anchor "
               f"{ci(r['vs_best_anchor'])} ({r['best_anchor']}), rule fired {r['weak_legs_fired']}/{r['queries']}, "
