@@ -51,6 +51,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -104,12 +105,12 @@ def weak_leg_sets() -> dict[str, Callable[[], Collection]]:
         return Collection(d.name, d.doc_ids, d.doc_texts, [""] * len(d.doc_ids), d.doc_vectors, d.query_ids,
                           d.query_texts, d.query_vectors, d.qrels, extra={"kind": d.kind})
 
-    return {name: (lambda b=build: convert(b)) for name, build in builders().items() if name not in ALL_COLLECTIONS}
+    return {name: partial(convert, build) for name, build in builders().items() if name not in ALL_COLLECTIONS}
 
 
 def chosen(names: Sequence[str] | None) -> dict[str, Callable[[], Collection]]:
     weak = weak_leg_sets()
-    every: dict[str, Callable[[], Collection]] = {n: (lambda n=n: load_collection(n)) for n in ALL_COLLECTIONS}
+    every: dict[str, Callable[[], Collection]] = {n: partial(load_collection, n) for n in ALL_COLLECTIONS}
     every.update(weak)
     if not names:
         return every
@@ -193,7 +194,7 @@ def api_runs(c: Collection, embedder: type[TableEmbedding], keyword: str | None,
     (``deep``: the hybrid at ``top_k=100`` too, as ``"ours top_k=100"``)."""
     table = embedder(c.doc_texts, c.doc_vectors)
     table.add(c.query_texts, c.query_vectors)
-    kwargs = {} if keyword is None else {"keyword": keyword}
+    kwargs: dict[str, Any] = {} if keyword is None else {"keyword": keyword}
     t0 = time.perf_counter()
     out: dict[str, Any] = {"runs": {}}
     with EnsembleRRFRetriever.from_texts(c.doc_texts, table, ids=c.doc_ids, **kwargs) as retriever:
