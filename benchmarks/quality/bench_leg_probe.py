@@ -37,6 +37,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: t
 
 import numpy as np
 
-from benchmarks.common.beir import MORE_COLLECTIONS, cached_vectors
+from benchmarks.common.beir import MORE_COLLECTIONS
 from benchmarks.common.embedders import TableEmbedding
 from benchmarks.common.paths import RESULTS
 from benchmarks.quality.bench_weak_leg import Data, bootstrap_ci, builders, md_table, ndcg10, public
@@ -57,22 +58,11 @@ DEFAULT_SET = ("scifact", "arguana", "med", "cacm", "npl", "nfcorpus", "time", "
                "xquad-en", "xquad-de", "xquad-ru", "xquad-ar", "xquad-zh", "multilingual")
 
 
-class BatchedTable(TableEmbedding):
-    """The cached vectors; texts the table lacks (the pseudo-queries) embedded in one batch and cached on disk."""
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.table))
-        if missing:
-            self.misses += len(missing)
-            self.add(missing, cached_vectors(missing))
-        return [self.table[t].tolist() for t in texts]
-
-
-class Undeclared(BatchedTable):
+class Undeclared(TableEmbedding):
     """The same vectors behind an embedder that declares nothing."""
 
-    languages = None
-    window_tokens = None
+    languages = None  # type: ignore[assignment]
+    window_tokens = None  # type: ignore[assignment]
 
 
 def run(d: Data, embedder: TableEmbedding, with_rule_off: bool = True) -> dict[str, Any]:
@@ -192,7 +182,7 @@ def main() -> None:
         return
     known = builders()
     for more in MORE_COLLECTIONS:  # the judged collections the loader knows besides bench_weak_leg's five
-        known.setdefault(more, lambda more=more: public(more))
+        known.setdefault(more, partial(public, more))
     names = [n for n in (args.only or DEFAULT_SET) if n in known]
     skipped = [n for n in (args.only or DEFAULT_SET) if n not in known]
     offline = offline_ratios()
@@ -203,8 +193,8 @@ def main() -> None:
         texts = list(d.doc_texts) + list(d.query_texts)
         vectors = np.vstack([d.doc_vectors, d.query_vectors])
         und = run(d, Undeclared(texts, vectors))
-        dec = run(d, BatchedTable(texts, vectors), with_rule_off=False)
-        before = declared_only(d, BatchedTable(texts, vectors))
+        dec = run(d, TableEmbedding(texts, vectors), with_rule_off=False)
+        before = declared_only(d, TableEmbedding(texts, vectors))
         entry = {"undeclared": und, "declared": dec, "declared_before": before, "queries": len(d.query_ids),
                  "docs": len(d.doc_ids), "offline_ratio": offline.get(name)}
         results["collections"][name] = entry
