@@ -1,4 +1,4 @@
-"""The one loader of the BEIR collections (scifact, arguana, med, cacm, npl) and of their cached MiniLM vectors.
+"""The one loader of the BEIR collections (scifact, arguana, med, cacm, npl and five more) and of their MiniLM vectors.
 
 Every benchmark reads the collections through :func:`read_beir` (the folders under
 :data:`~benchmarks.common.paths.DATA`, or a path such as ``benchmarks/data/multilingual``) and takes its vectors
@@ -12,8 +12,14 @@ reuses stale vectors, and all read by every system of a comparison, so each sees
 * :func:`load_int8_sample`: the five with int8 MiniLM (the library's default model), at most
   :data:`QUERIES_PER_COLLECTION` judged queries each; the relevance-cutoff benchmark.
 
+:data:`COLLECTIONS` are the five every script runs by default; :data:`MORE_COLLECTIONS` (time, lisa, adi, cosqa,
+nfcorpus, rebuilt by ``benchmarks/quality/build_collections.py``, each described by
+``benchmarks/data/collections/<name>/SOURCE.md``) are run only where a script is asked for them (``--collections``);
+:data:`ALL_COLLECTIONS` is the ten. :func:`load_collection` reads any of them the same way.
+
 Texts: ``doc_text`` (title + "\\n" + text; just the text when there is no title). MED and NPL have no titles;
-CACM has titles and ~half its documents are title-only; ArguAna's "titles" are debate topic words.
+CACM has titles and ~half its documents are title-only; ArguAna's "titles" are debate topic words. Of the five more,
+LISA and ADI have titles; TIME, CoSQA (Python functions) and NFCorpus (the authors' preprocessed text) have none.
 
 It imports only top-level ``rrf_retriever`` names and ``rrf_retriever.evaluation`` / ``.embeddings``, so a move of
 the package's internal modules does not break it. ``RRF_SRC=<dir holding rrf_retriever/>`` runs against that copy
@@ -49,6 +55,9 @@ from rrf_retriever.embeddings import cached_embed_documents
 from rrf_retriever.evaluation import BeirDataset, doc_text, load_beir
 
 COLLECTIONS = ("scifact", "arguana", "med", "cacm", "npl")
+#: The five rebuilt from pinned public snapshots (``build_collections.py``), smallest corpus first.
+MORE_COLLECTIONS = ("adi", "time", "nfcorpus", "lisa", "cosqa")
+ALL_COLLECTIONS = COLLECTIONS + MORE_COLLECTIONS
 MODEL_ID = "all-MiniLM-L6-v2"
 #: ArguAna's fixed query subset (``random.Random(0)``): LangChain's rank_bm25 takes ~1 s per long ArguAna query.
 ARGUANA_SUBSET = 300

@@ -76,23 +76,28 @@ def ident(text: str) -> str:
 
 
 class Scorer:
-    """Per-query nDCG@10 / MRR@10 / R@100 for binary qrels (all five collections are binary), checked against
-    ranx for the headline rows."""
+    """Per-query nDCG@10 / MRR@10 / R@100, checked against ranx for the headline rows. Graded qrels (NFCorpus: 1
+    and 2) count with ranx's linear gain (the grade); binary ones as 1. MRR and recall count any grade > 0."""
 
     def __init__(self, c: Collection) -> None:
         self.c = c
         pos = {d: i for i, d in enumerate(c.doc_ids)}
         self.rel: list[set[int]] = []
+        self.gain: list[dict[int, float]] = []
         self.nrel: list[int] = []
+        self.idcg: list[float] = []
         for q in c.query_ids:
-            rels = {d for d, s in c.qrels[q].items() if s > 0}
+            rels = {d: s for d, s in c.qrels[q].items() if s > 0}
             self.nrel.append(len(rels))
-            self.rel.append({pos[d] for d in rels if d in pos and not (c.exclude_self and d == q)})
-        self.idcg = [sum(1.0 / math.log2(r + 2) for r in range(min(10, n))) for n in self.nrel]
+            gain = {pos[d]: float(s) for d, s in rels.items() if d in pos and not (c.exclude_self and d == q)}
+            self.gain.append(gain)
+            self.rel.append(set(gain))
+            ideal = sorted((float(s) for s in rels.values()), reverse=True)[:10]
+            self.idcg.append(sum(g / math.log2(r + 2) for r, g in enumerate(ideal)))
 
     def ndcg10(self, qi: int, ranked: Sequence[int]) -> float:
-        rel = self.rel[qi]
-        dcg = sum(1.0 / math.log2(r + 2) for r, d in enumerate(ranked[:10]) if d in rel)
+        gain = self.gain[qi]
+        dcg = sum(gain[d] / math.log2(r + 2) for r, d in enumerate(ranked[:10]) if d in gain)
         return dcg / self.idcg[qi] if self.idcg[qi] else 0.0
 
     def mrr10(self, qi: int, ranked: Sequence[int]) -> float:

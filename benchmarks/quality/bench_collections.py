@@ -1,13 +1,15 @@
 """Every system on every shared collection, and the hybrid defaults chosen by leave-one-collection-out (LOCO).
 
 Usage:
-    .venv/bin/python benchmarks/quality/warm_vectors.py collections   # warm the MiniLM vectors once (slow on 2 cores)
+    .venv/bin/python benchmarks/quality/warm_vectors.py collections more   # warm the MiniLM vectors once (slow)
     .venv/bin/python benchmarks/quality/bench_collections.py          # legs + anchors + our API + grid + LOCO + tables
+    .venv/bin/python benchmarks/quality/bench_collections.py --collections scifact arguana med cacm npl   # the five
     .venv/bin/python benchmarks/quality/bench_collections.py --analyze-only   # grid/LOCO from the cached runs
 
-Collections: scifact, arguana, med, cacm, npl (``../shared/data``), test qrels, judged queries only (CACM: 52 of
-64). Texts only: each document is ``doc_text`` (title + "\\n" + text) as one string, nothing in the metadata;
-where a collection has titles (scifact, arguana, cacm) our retriever is also run with ``{"title": ...}`` in the
+Collections: the ten of :data:`~benchmarks.common.beir.ALL_COLLECTIONS` by default (scifact, arguana, med, cacm,
+npl, and adi, time, nfcorpus, lisa, cosqa rebuilt by ``build_collections.py``; ``../shared/data``), test qrels,
+judged queries only (CACM: 52 of 64; TIME 82 of 83; NFCorpus 323 of 325, graded 1/2; CoSQA its 500 test queries). Texts only: each document is ``doc_text`` (title + "\\n" + text) as one string, nothing in the metadata;
+where a collection has titles (scifact, arguana, cacm, lisa, adi) our retriever is also run with ``{"title": ...}`` in the
 metadata. ArguAna: the query's own document is excluded inside our stores (``exclude_ids=[qid]``) and removed
 from every anchor's list before scoring (BEIR ``ignore_identical_ids``). LangChain's rank_bm25 takes ~1 s per long
 ArguAna query, so LangChain runs on ArguAna only on ``random.Random(0).sample(range(1406), 300)``; every other
@@ -45,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: t
 
 import numpy as np
 
-from benchmarks.common.beir import COLLECTIONS, Collection, load_collection
+from benchmarks.common.beir import ALL_COLLECTIONS, Collection, load_collection
 from benchmarks.common.collection_fusion import CONV_LARGE, CONV_SMALL, SNOWBALL, ident, q_conv, q_dedup, q_dedup_conv
 from benchmarks.common.embedders import TableEmbedding
 from benchmarks.common.paths import CACHE
@@ -237,7 +239,7 @@ def phase1(c: Collection, refresh: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collections", nargs="+", default=list(COLLECTIONS))
+    parser.add_argument("--collections", nargs="+", default=list(ALL_COLLECTIONS), choices=ALL_COLLECTIONS)
     parser.add_argument("--refresh", action="store_true", help="recompute the cached leg/anchor/API runs")
     parser.add_argument("--analyze-only", action="store_true", help="fail if a collection's runs are not cached")
     args = parser.parse_args()

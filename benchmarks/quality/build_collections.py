@@ -4,7 +4,9 @@ Each collection is read from one public GitHub repository at a pinned commit. Ev
 before it is parsed, so a changed or damaged copy fails loudly. Every count (docs, queries, judgments) is checked
 against the figures written in that collection's ``SOURCE.md``. It then writes the BEIR layout that
 :func:`rrf_retriever.evaluation.load_beir` reads: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``
-(with the ``query-id<TAB>corpus-id<TAB>score`` header). ``SOURCE.md`` itself is hand-written and left untouched.
+(with the ``query-id<TAB>corpus-id<TAB>score`` header), and copies the collection's hand-written ``SOURCE.md``
+(provenance, every blob id, licence, counts, rules) from ``benchmarks/data/collections/<name>/`` (:data:`SOURCES`,
+kept in the repository) beside them.
 
 * ``time``: Chaplinski/IR-Assignment3 @ 7586dbc4. TIME magazine news, 1963 (Glasgow / SMART).
 * ``lisa``: HamzaMouaz/AI-powered-information-retrieval-system @ 9b403e8c. Library and information science
@@ -42,6 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
+
+#: The committed ``<name>/SOURCE.md`` of each collection, copied into its output folder.
+SOURCES = Path(__file__).resolve().parents[1] / "data" / "collections"
 
 Docs = dict[str, dict[str, object]]
 Qrels = dict[str, dict[str, int]]
@@ -337,8 +342,9 @@ def check_counts(name: str, built: Built) -> None:
             raise SystemExit(msg)
 
 
-def write(out: Path, built: Built) -> None:
-    """The BEIR files, one ``json.dumps`` per line, ids in their numeric order where they are numbers."""
+def write(out: Path, built: Built, source_md: Path | None = None) -> None:
+    """The BEIR files, one ``json.dumps`` per line, ids in their numeric order where they are numbers; ``source_md``
+    (the collection's ``SOURCE.md``), if given, copied beside them byte for byte."""
     def order(k: str) -> tuple[int, int | str]:
         return (0, int(k)) if k.isdigit() else (1, k)
 
@@ -355,6 +361,8 @@ def write(out: Path, built: Built) -> None:
             for qid in sorted(qrels, key=order):
                 for did in sorted(qrels[qid], key=order):
                     fh.write(f"{qid}\t{did}\t{qrels[qid][did]}\n")
+    if source_md is not None:
+        (out / "SOURCE.md").write_bytes(source_md.read_bytes())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -375,7 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         built = BUILDERS[name](read_pinned(getattr(args, name), PINS[name]))
         check_counts(name, built)
-        write(args.out / name, built)
+        source_md = SOURCES / name / "SOURCE.md"
+        if not source_md.is_file():
+            msg = f"{name}: {source_md} is missing (each collection ships its SOURCE.md)"
+            raise SystemExit(msg)
+        write(args.out / name, built, source_md)
         print(f"{name}: wrote {args.out / name}")
     if args.check:
         from rrf_retriever.evaluation import load_beir

@@ -2,6 +2,7 @@
 
 Usage:
     .venv/bin/python benchmarks/quality/warm_vectors.py collections   # fp32, five collections (bench_collections & co)
+    .venv/bin/python benchmarks/quality/warm_vectors.py more          # fp32, the five more (time, lisa, adi, ...)
     .venv/bin/python benchmarks/quality/warm_vectors.py bundles       # fp32, SciFact + ArguAna (hybrid quality/speed)
     .venv/bin/python benchmarks/quality/warm_vectors.py int8          # int8, five collections (bench_relevance)
 
@@ -18,15 +19,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a file: the repo root, for benchmarks.common
 
-KINDS = ("collections", "bundles", "int8")
+KINDS = ("collections", "more", "bundles", "int8")
 
 
 def warm(kind: str) -> None:
     """Compute (or find) the cached vectors of one kind, printing each collection's shapes."""
-    from benchmarks.common.beir import INT8_COLLECTIONS, load_bundle, load_collection, load_int8_sample
+    from benchmarks.common.beir import (
+        INT8_COLLECTIONS,
+        MORE_COLLECTIONS,
+        load_bundle,
+        load_collection,
+        load_int8_sample,
+    )
 
-    if kind == "collections":
-        for name in ("med", "cacm", "scifact", "npl", "arguana"):  # smallest first, so partial progress is useful
+    if kind in ("collections", "more"):
+        # smallest first, so partial progress is useful
+        names = ("med", "cacm", "scifact", "npl", "arguana") if kind == "collections" else MORE_COLLECTIONS
+        for name in names:
             c = load_collection(name)
             print(kind, name, c.doc_vectors.shape, c.query_vectors.shape, flush=True)
     elif kind == "bundles":

@@ -144,3 +144,26 @@ def test_the_written_folder_loads_with_load_beir_and_counts_are_checked(tmp_path
     assert (tmp_path / "c" / "qrels" / "dev.tsv").read_text().splitlines()[0] == "query-id\tcorpus-id\tscore"
     with pytest.raises(SystemExit, match="not the expected"):
         bc.check_counts("cosqa", built)
+
+
+def test_write_copies_the_source_md_beside_the_data(tmp_path: Path) -> None:
+    source = tmp_path / "SOURCE.md"
+    source.write_bytes(b"# provenance\n")
+    bc.write(tmp_path / "c", bc.build_cosqa(_cosqa_files()), source)
+    assert (tmp_path / "c" / "SOURCE.md").read_bytes() == b"# provenance\n"
+
+
+@pytest.mark.parametrize("name", sorted(bc.PINS))
+def test_each_committed_source_md_names_its_pin_every_blob_and_its_counts(name: str) -> None:
+    text = (bc.SOURCES / name / "SOURCE.md").read_text(encoding="utf-8")
+    pin = bc.PINS[name]
+    assert pin.repo in text
+    assert pin.commit in text
+    blobs = list(pin.blobs.values()) + (list(bc.ADI_MEMBERS.values()) if name == "adi" else [])
+    assert [b for b in blobs if b not in text] == []
+    n_docs, n_queries, splits = bc.EXPECTED[name]
+    assert f"{n_docs:,} docs" in text
+    assert f"{n_queries:,} queries" in text
+    for judgments, judged in splits.values():
+        assert f"{judgments:,} judgments, {judged:,} queries" in text
+    assert "Licence" in text
