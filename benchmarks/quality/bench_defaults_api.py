@@ -63,6 +63,7 @@ from benchmarks.common.beir import ALL_COLLECTIONS, Collection, load_collection
 from benchmarks.common.collection_fusion import ANCHOR_HYBRIDS, bootstrap_ci
 from benchmarks.common.embedders import TableEmbedding
 from benchmarks.common.paths import CACHE, RESULTS
+from benchmarks.quality.bench_weak_leg import ndcg10  # linear gains, like ranx
 from rrf_retriever import EnsembleRRFRetriever, Hit, QdrantEdgeDenseStore, as_embedding
 from rrf_retriever.evaluation import evaluate
 
@@ -222,15 +223,6 @@ def api_runs(c: Collection, embedder: type[TableEmbedding], keyword: str | None,
 
 
 # ---------------------------------------------------------------------------------------------------------- scores
-
-
-def ndcg10(ranked: Sequence[str], judged: dict[str, int]) -> float:
-    """nDCG@10 with linear gains (ranx's ``ndcg@10``)."""
-    gains = [judged.get(i, 0) for i in ranked[:TOP_K]]
-    dcg = sum(g / np.log2(r + 2) for r, g in enumerate(gains))
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:TOP_K]
-    idcg = sum(g / np.log2(r + 2) for r, g in enumerate(ideal))
-    return float(dcg / idcg) if idcg > 0 else 0.0
 
 
 def margin(ours: Sequence[float], ref: Sequence[float]) -> dict[str, Any]:
