@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rrf_retriever import FTS5KeywordStore
 from rrf_retriever.engine.leg_strength import (
+    BUDGET,
     EPS,
     MIN_CHARS,
     MIN_PSEUDO,
@@ -188,8 +189,9 @@ def test_the_factor_is_a_parameter_in_the_unit_interval() -> None:
 
 
 def test_within_budget_is_the_longest_prefix_under_the_share_with_a_floor() -> None:
-    assert within_budget([5.0] * 200, 10_000) == 200  # 1,000 <= 10% of 10,000
-    assert within_budget([5.0] * 200, 5_000) == 100
+    assert within_budget([5.0] * 200, 10_000, share=0.1) == 200  # 1,000 <= 10% of 10,000
+    assert within_budget([5.0] * 200, 5_000, share=0.1) == 100
+    assert within_budget([5.0] * 200, 10_000) == int(BUDGET * 10_000 / 5.0)
     assert within_budget([100.0] * 200, 1_000) == MIN_PSEUDO  # a small corpus: the floor
     assert within_budget([1.0] * 10, 0) == 10  # fewer than the floor: all of them
     assert within_budget([], 100) == 0
@@ -202,7 +204,7 @@ def test_within_budget_property(costs: list[float], corpus: float) -> None:
     n = within_budget(costs, corpus)
     assert min(len(costs), MIN_PSEUDO) <= n <= len(costs)
     if n > MIN_PSEUDO:
-        assert sum(costs[:n]) <= 0.1 * corpus + 1e-6
+        assert sum(costs[:n]) <= BUDGET * corpus + 1e-6
 
 
 # ---- on a real keyword store -----------------------------------------------------------------------------
