@@ -14,6 +14,7 @@ from rrf_retriever.embeddings import MiniLMEmbedding
 from rrf_retriever.errors import EmbeddingError
 
 
+@pytest.mark.slow  # seconds each (a model graph rebuilt, or an index tuned): `make test` runs it
 def test_a_truncated_cached_graph_is_rebuilt_and_the_model_works(tmp_path: Path) -> None:
     first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32")
     expected = first.embed_query("hybrid search")
@@ -32,6 +33,7 @@ def test_a_cached_graph_of_garbage_is_rebuilt(tmp_path: Path) -> None:
     MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="fp32").embed_query("x")
 
 
+@pytest.mark.slow  # seconds each (a model graph rebuilt, or an index tuned): `make test` runs it
 def test_a_truncated_int8_graph_is_rebuilt(tmp_path: Path) -> None:
     first = MiniLMEmbedding(cache_dir=tmp_path, show_progress=False, precision="int8")
     first.onnx_path.write_bytes(first.onnx_path.read_bytes()[:1000])

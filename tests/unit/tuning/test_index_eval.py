@@ -62,6 +62,7 @@ def test_cli_eval_does_not_import_ranx(evaluated: tuple[Path, dict, dict]) -> No
     assert set(out["metrics"]) == {"ndcg@10", "recall@100", "mrr@10"}
 
 
+@pytest.mark.slow  # seconds each (a model graph rebuilt, or an index tuned): `make test` runs it
 def test_evaluate_index_applies_each_querys_filter_and_equals_tune(evaluated: tuple[Path, dict, dict]) -> None:
     index_dir, out, _ = evaluated
     queries, qrels = load_judged_queries()

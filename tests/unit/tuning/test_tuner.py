@@ -187,6 +187,7 @@ def _live_mean(engine: HybridEngine, setting: Setting, queries: dict[str, Any], 
     return sum(values) / len(values)
 
 
+@pytest.mark.slow  # seconds each (a model graph rebuilt, or an index tuned): `make test` runs it
 @pytest.mark.parametrize("metric", ["ndcg@10", "recall@5"])
 def test_offline_fusion_equals_the_engine(demo_engine: HybridEngine, metric: str) -> None:
     """Every setting's score in the report is what the engine returns when set to it (sampled over the grid)."""
