@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -115,7 +116,8 @@ class MeasuredLegs:
         mrr, success = raw.get("mrr"), raw.get("success")
         if not isinstance(count, int) or not isinstance(docs, int) or not _count(count) or not _count(docs):
             return None
-        if not (reason is None or isinstance(reason, str)) or not isinstance(seconds, (int, float)) or seconds < 0:
+        if (not (reason is None or isinstance(reason, str)) or not isinstance(seconds, (int, float))
+                or not _share_like(seconds, math.inf)):
             return None
         if n is None:
             return cls(count, None, docs, float(seconds), reason or "not measured")
@@ -130,9 +132,13 @@ def _count(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+def _share_like(v: object, high: float = 1.0) -> bool:
+    """A number (not a bool, not NaN) from 0 to ``high``."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= high
+
+
 def _shares(v: object) -> bool:
-    return isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(x, (int, float)) and not isinstance(x, bool)
-                                          and 0 <= x <= 1 for k, x in v.items())
+    return isinstance(v, Mapping) and all(isinstance(k, str) and _share_like(x) for k, x in v.items())
 
 
 def _tokens(text: str, window: int) -> float:
@@ -316,7 +322,8 @@ class LegProbe:
             return None
         count = doc_count()
         if not self.due(count) or not self._lock.acquire(blocking=False):
-            return None
+            return None  # a write meanwhile keeps its ids counted: the next write checks again
+        taken = self._written
         try:
             try:
                 measured = measure_legs(self._legs, count, self._lookup)
@@ -324,7 +331,8 @@ class LegProbe:
                 logger.warning("rrf_retriever: measuring the legs failed (%s: %s); weights as declared",
                                type(exc).__name__, exc)
                 measured = MeasuredLegs(count, reason=f"not measured: {type(exc).__name__}: {exc}")
-            self._measured, self._written = measured, 0
+            # the ids written while it ran count towards the next doubling
+            self._measured, self._written = measured, max(0, self._written - taken)
             logger.info("rrf_retriever: legs measured at %d documents: %s", count, measured.as_dict())
             return measured
         finally:

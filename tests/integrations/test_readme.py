@@ -90,3 +90,18 @@ def test_the_limits_the_readme_states_are_the_code_s() -> None:
         at = text.index(name)
         stated = re.findall(r"\d[\d,]*", text[max(0, at - 120):at])
         assert stated and int(stated[-1].replace(",", "")) == value, (name, text[max(0, at - 120):at])
+
+
+def test_the_any_embedder_block_prints_what_its_comments_say(capsys: pytest.CaptureFixture[str]) -> None:
+    block = _block_after("### Any embedder: the legs measured on the corpus")
+    exec(compile(block, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.strip().splitlines()
+    promised = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    assert len(printed) == len(promised)
+    for got, said in zip(printed, promised):
+        said = re.sub(r"\d+\.\d\d s", "<s>", said)  # the measurement's own seconds vary from run to run
+        got = re.sub(r"\d+\.\d\d s", "<s>", got)
+        if said.endswith("..."):  # the README cuts a long line short
+            assert got.startswith(said[:-3].rstrip()), (got, said)
+        else:
+            assert got == said

@@ -228,8 +228,43 @@ def test_a_measurement_round_trips_through_its_dict(count: int, docs: int, n: in
                                  {"doc_count": 5, "sample_docs": 0, "seconds": 0, "n": 40, "mrr": {"dense": "a"},
                                   "success": {}},
                                  {"doc_count": 5, "sample_docs": 0, "seconds": 0, "n": 40, "mrr": [], "success": {}},
-                                 {"doc_count": 5, "sample_docs": 0, "seconds": 0, "reason": 7}])
+                                 {"doc_count": 5, "sample_docs": 0, "seconds": 0, "reason": 7},
+                                 {"doc_count": 5, "sample_docs": 0, "seconds": True},
+                                 {"doc_count": 5, "sample_docs": 0, "seconds": float("nan")},
+                                 {"doc_count": 5, "sample_docs": 0, "seconds": 0, "n": 40, "mrr": {"dense": True},
+                                  "success": {}}])
 def test_anything_but_a_measurement_is_refused(raw: Any) -> None:
     assert MeasuredLegs.from_dict(raw) is None
     probe = LegProbe({}, lambda ids: [])
     assert probe.restore(raw) is False and probe.measured is None
+
+
+def test_two_threads_writing_at_once_measure_once_per_doubling_and_lose_nothing() -> None:
+    import threading
+
+    texts = shared_words_corpus(240)
+    with build([], random_vectors) as r:
+        errors: list[BaseException] = []
+
+        def write(part: range) -> None:
+            try:
+                for start in range(part.start, part.stop, 20):
+                    r.add_texts(texts[start:start + 20], ids=[f"d{i}" for i in range(start, start + 20)])
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(range(0, 120),)),
+                   threading.Thread(target=write, args=(range(120, 240),))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert r.engine.count() == {"dense": 240, "keyword": 240}
+        measured = r.engine.leg_probe.measured
+        assert measured is not None and measured.strength is not None and measured.doc_count >= MIN_DOCS
+        # a doubling skipped while the other thread measured is measured by the next write (an upsert here)
+        r.add_texts(texts[:1], ids=["d0"])
+        measured = r.engine.leg_probe.measured
+        assert measured is not None and 2 * measured.doc_count > 240
+        assert {t.name: t.weight for t in r.search("t5x0 t5x1").trace.legs}["dense"] == pytest.approx(WEAK_FACTOR)
